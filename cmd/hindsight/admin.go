@@ -1,0 +1,215 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hindsight-dev/hindsight/accounts"
+	"github.com/hindsight-dev/hindsight/kv"
+)
+
+// The admin socket lets user and key commands work while `serve` holds the
+// data file's lock. It is a Unix socket inside the data directory, mode 0600:
+// whoever can open it can already read the data file, so it needs no key.
+const adminSocket = "admin.sock"
+
+// adminOps are the operations the users and keys commands need, done either
+// directly on the store or through a running server.
+type adminOps interface {
+	CreateUser(ctx context.Context, name string) (kv.User, error)
+	Users(ctx context.Context) ([]kv.User, error)
+	CreateKey(ctx context.Context, user, label string) (string, kv.APIKey, error)
+	Keys(ctx context.Context, user string) ([]kv.APIKey, error)
+	Revoke(ctx context.Context, prefix string) (kv.APIKey, error)
+}
+
+// localOps works on an opened store.
+type localOps struct{ a *accounts.Accounts }
+
+func (l localOps) CreateUser(ctx context.Context, name string) (kv.User, error) {
+	return l.a.CreateUser(ctx, name)
+}
+func (l localOps) Users(ctx context.Context) ([]kv.User, error) { return l.a.Users(ctx) }
+func (l localOps) CreateKey(ctx context.Context, user, label string) (string, kv.APIKey, error) {
+	return l.a.CreateKey(ctx, user, label)
+}
+func (l localOps) Keys(ctx context.Context, user string) ([]kv.APIKey, error) {
+	u, err := l.a.User(ctx, user)
+	if err != nil {
+		return nil, err
+	}
+	return l.a.Keys(ctx, u.ID)
+}
+func (l localOps) Revoke(ctx context.Context, prefix string) (kv.APIKey, error) {
+	return l.a.Revoke(ctx, "", prefix)
+}
+
+// withAdmin runs fn on the store in dir, or, when a running server holds it,
+// through that server's admin socket. It never waits more than a few seconds.
+func withAdmin(ctx context.Context, dir string, fn func(adminOps) error) error {
+	st, err := kv.Open(dir, kv.Options{LockTimeout: time.Second})
+	if err == nil {
+		defer st.Close()
+		a := accounts.New(st, nil)
+		return fn(localOps{a})
+	}
+	if !errors.Is(err, kv.ErrLocked) {
+		return err
+	}
+	rc := newRemoteOps(filepath.Join(dir, adminSocket))
+	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if _, perr := rc.Users(pctx); perr != nil {
+		return fmt.Errorf("data directory %s is locked by another process and its admin socket does not answer (%v); stop that process or run this command on the same machine as `hindsight serve`", dir, perr)
+	}
+	return fn(rc)
+}
+
+// serveAdmin starts the admin socket for a running server. Failure to start it
+// is logged, not fatal: the API does not depend on it.
+func (a *app) serveAdmin(dir string) (*http.Server, string) {
+	path := filepath.Join(dir, adminSocket)
+	_ = os.Remove(path) // a stale socket from a crashed server
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		a.log.Warn().Err(err).Msg("admin socket unavailable: users/keys commands need the server stopped")
+		return nil, ""
+	}
+	_ = os.Chmod(path, 0o600)
+	ops := localOps{a.accounts}
+	mux := http.NewServeMux()
+	reply := func(w http.ResponseWriter, v any, err error) {
+		if err != nil {
+			status := http.StatusBadRequest
+			if errors.Is(err, kv.ErrNotFound) {
+				status = http.StatusNotFound
+			} else if errors.Is(err, kv.ErrExists) {
+				status = http.StatusConflict
+			}
+			w.WriteHeader(status)
+			json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
+			return
+		}
+		json.NewEncoder(w).Encode(v)
+	}
+	type adminReq struct{ Name, User, Label, Prefix string }
+	decode := func(r *http.Request) (adminReq, error) {
+		var req adminReq
+		err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&req)
+		return req, err
+	}
+	mux.HandleFunc("POST /users", func(w http.ResponseWriter, r *http.Request) {
+		req, err := decode(r)
+		if err != nil {
+			reply(w, nil, err)
+			return
+		}
+		u, err := ops.CreateUser(r.Context(), req.Name)
+		reply(w, u, err)
+	})
+	mux.HandleFunc("GET /users", func(w http.ResponseWriter, r *http.Request) {
+		us, err := ops.Users(r.Context())
+		reply(w, us, err)
+	})
+	mux.HandleFunc("POST /keys", func(w http.ResponseWriter, r *http.Request) {
+		req, err := decode(r)
+		if err != nil {
+			reply(w, nil, err)
+			return
+		}
+		key, rec, err := ops.CreateKey(r.Context(), req.User, req.Label)
+		reply(w, map[string]any{"key": key, "record": rec}, err)
+	})
+	mux.HandleFunc("GET /keys", func(w http.ResponseWriter, r *http.Request) {
+		ks, err := ops.Keys(r.Context(), r.URL.Query().Get("user"))
+		reply(w, ks, err)
+	})
+	mux.HandleFunc("POST /keys/revoke", func(w http.ResponseWriter, r *http.Request) {
+		req, err := decode(r)
+		if err != nil {
+			reply(w, nil, err)
+			return
+		}
+		rec, err := ops.Revoke(r.Context(), req.Prefix)
+		reply(w, rec, err)
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	return srv, path
+}
+
+// remoteOps talks to a running server's admin socket.
+type remoteOps struct{ c *http.Client }
+
+func newRemoteOps(path string) remoteOps {
+	return remoteOps{c: &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", path)
+		},
+	}}}
+}
+
+func (rc remoteOps) do(ctx context.Context, method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://admin"+path, rd)
+	if err != nil {
+		return err
+	}
+	resp, err := rc.c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		var e struct{ Error string }
+		json.NewDecoder(resp.Body).Decode(&e)
+		switch resp.StatusCode {
+		case http.StatusNotFound:
+			return fmt.Errorf("%s: %w", e.Error, kv.ErrNotFound)
+		case http.StatusConflict:
+			return fmt.Errorf("%s: %w", e.Error, kv.ErrExists)
+		}
+		return errors.New(e.Error)
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+func (rc remoteOps) CreateUser(ctx context.Context, name string) (kv.User, error) {
+	var u kv.User
+	return u, rc.do(ctx, "POST", "/users", map[string]string{"name": name}, &u)
+}
+func (rc remoteOps) Users(ctx context.Context) ([]kv.User, error) {
+	var us []kv.User
+	return us, rc.do(ctx, "GET", "/users", nil, &us)
+}
+func (rc remoteOps) CreateKey(ctx context.Context, user, label string) (string, kv.APIKey, error) {
+	var out struct {
+		Key    string
+		Record kv.APIKey
+	}
+	err := rc.do(ctx, "POST", "/keys", map[string]string{"user": user, "label": label}, &out)
+	return out.Key, out.Record, err
+}
+func (rc remoteOps) Keys(ctx context.Context, user string) ([]kv.APIKey, error) {
+	var ks []kv.APIKey
+	return ks, rc.do(ctx, "GET", "/keys?user="+url.QueryEscape(user), nil, &ks)
+}
+func (rc remoteOps) Revoke(ctx context.Context, prefix string) (kv.APIKey, error) {
+	var k kv.APIKey
+	return k, rc.do(ctx, "POST", "/keys/revoke", map[string]string{"prefix": prefix}, &k)
+}

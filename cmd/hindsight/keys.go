@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"text/tabwriter"
+)
+
+const keysUsage = `keys create --user NAME [--label TEXT] [--data DIR]   issue a key (printed once, last line of stdout)
+       keys list --user NAME [--data DIR]                   list a user's keys
+       keys revoke PREFIX [--data DIR]                      revoke the key with this prefix`
+
+func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "Usage: hindsight "+keysUsage)
+		return &usageError{"keys needs a subcommand: create, list or revoke"}
+	}
+	fs := newFlags("keys", keysUsage, stderr)
+	data := dataFlag(fs)
+	user := fs.String("user", "", "user name")
+	label := fs.String("label", "", "a label to recognise the key by (create)")
+	pos, err := parse(fs, args[1:])
+	if err != nil {
+		return err
+	}
+	switch args[0] {
+	case "create":
+		if *user == "" || len(pos) != 0 {
+			return &usageError{"usage: hindsight keys create --user NAME [--label TEXT]"}
+		}
+		return withAdmin(ctx, *data, func(ops adminOps) error {
+			key, rec, err := ops.CreateKey(ctx, *user, *label)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "created key %s… for user %s; it is shown only once, store it now:\n%s\n", rec.Prefix, *user, key)
+			return nil
+		})
+	case "list":
+		if *user == "" || len(pos) != 0 {
+			return &usageError{"usage: hindsight keys list --user NAME"}
+		}
+		return withAdmin(ctx, *data, func(ops adminOps) error {
+			ks, err := ops.Keys(ctx, *user)
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "PREFIX\tLABEL\tCREATED\tLAST USED\tSTATUS")
+			for _, k := range ks {
+				status := "active"
+				if k.Revoked != 0 {
+					status = "revoked " + fmtTime(k.Revoked)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", k.Prefix, k.Label, fmtTime(k.CreatedAt), fmtTime(k.LastUsed), status)
+			}
+			return tw.Flush()
+		})
+	case "revoke":
+		if len(pos) != 1 {
+			return &usageError{"usage: hindsight keys revoke PREFIX"}
+		}
+		return withAdmin(ctx, *data, func(ops adminOps) error {
+			k, err := ops.Revoke(ctx, pos[0])
+			if err != nil {
+				return fmt.Errorf("revoke: %w", err)
+			}
+			fmt.Fprintf(stdout, "revoked key %s (label %q)\n", k.Prefix, k.Label)
+			return nil
+		})
+	}
+	return &usageError{fmt.Sprintf("unknown keys subcommand %q (create, list or revoke)", args[0])}
+}

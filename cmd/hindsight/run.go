@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+const usage = `hindsight keeps your coding-assistant sessions and makes them searchable.
+
+Usage:
+  hindsight serve  [--addr 127.0.0.1:7420] [--data ./hindsight-data]   run the API server
+  hindsight users  create NAME | list                                   manage users
+  hindsight keys   create --user NAME [--label TEXT] | list --user NAME | revoke PREFIX
+  hindsight bench  ingest [flags]                                        benchmarks (see: hindsight bench --help)
+  hindsight version
+
+Every command takes --data DIR (env HINDSIGHT_DATA, default ./hindsight-data).
+Run "hindsight COMMAND --help" for the flags of a command.
+`
+
+// usageError marks a mistake in the command line (exit status 2).
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func exitCode(err error) int {
+	var ue *usageError
+	if errors.As(err, &ue) {
+		return 2
+	}
+	return 1
+}
+
+// run executes one hindsight command; stdout gets results, stderr progress and logs.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return &usageError{"no command given"}
+	}
+	err := dispatch(ctx, args[0], args[1:], stdout, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil // the flag set printed its help
+	}
+	return err
+}
+
+func dispatch(ctx context.Context, cmd string, rest []string, stdout, stderr io.Writer) error {
+	switch cmd {
+	case "serve":
+		return cmdServe(ctx, rest, stdout, stderr)
+	case "users":
+		return cmdUsers(ctx, rest, stdout, stderr)
+	case "keys":
+		return cmdKeys(ctx, rest, stdout, stderr)
+	case "bench":
+		return cmdBench(ctx, rest, stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintln(stdout, "hindsight", version)
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprint(stderr, usage)
+	return &usageError{fmt.Sprintf("unknown command %q", cmd)}
+}
+
+const version = "0.1.0-dev"
+
+// newFlags returns a flag set that reports errors as usage errors and prints
+// its help to stderr.
+func newFlags(name, synopsis string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: hindsight %s\n\nFlags:\n", synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parse parses flags, allowing them before and after positional arguments
+// (hindsight users create alice --data DIR).
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, &usageError{err.Error()}
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+func env(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok && strings.TrimSpace(v) != "" {
+		return v
+	}
+	return def
+}
+
+// dataFlag adds the --data flag every command shares.
+func dataFlag(fs *flag.FlagSet) *string {
+	return fs.String("data", env("HINDSIGHT_DATA", "./hindsight-data"), "data directory (env HINDSIGHT_DATA)")
+}

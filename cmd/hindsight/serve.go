@@ -1,0 +1,216 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"time"
+
+	"github.com/gorilla/mux"
+	"github.com/rs/zerolog"
+
+	"github.com/hindsight-dev/hindsight/accounts"
+	"github.com/hindsight-dev/hindsight/httpd"
+	"github.com/hindsight-dev/hindsight/ingest"
+	"github.com/hindsight-dev/hindsight/kv"
+)
+
+// serveConfig is everything `serve` reads from flags and the environment.
+type serveConfig struct {
+	Addr      string
+	Data      string
+	Limits    ingest.Limits
+	Rate      float64
+	Burst     int
+	LogFormat string
+	LogLevel  string
+}
+
+func envInt(name string, def int64) int64 {
+	v, err := strconv.ParseInt(env(name, ""), 10, 64)
+	if err != nil {
+		return def
+	}
+	return v
+}
+
+func envFloat(name string, def float64) float64 {
+	v, err := strconv.ParseFloat(env(name, ""), 64)
+	if err != nil {
+		return def
+	}
+	return v
+}
+
+func parseServe(args []string, stderr io.Writer) (serveConfig, error) {
+	var c serveConfig
+	d := ingest.DefaultLimits()
+	fs := newFlags("serve", "serve [flags]", stderr)
+	fs.StringVar(&c.Addr, "addr", env("HINDSIGHT_ADDR", "127.0.0.1:7420"), "listen address (env HINDSIGHT_ADDR)")
+	fs.StringVar(&c.Data, "data", env("HINDSIGHT_DATA", "./hindsight-data"), "data directory (env HINDSIGHT_DATA)")
+	fs.Int64Var(&c.Limits.MaxBody, "max-body-bytes", envInt("HINDSIGHT_MAX_BODY_BYTES", d.MaxBody), "largest request body; larger ones get 413 (env HINDSIGHT_MAX_BODY_BYTES)")
+	maxEntries := fs.Int64("max-batch-entries", envInt("HINDSIGHT_MAX_BATCH_ENTRIES", int64(d.MaxBatchEntries)), "most sessions+messages in one /sync/batch (env HINDSIGHT_MAX_BATCH_ENTRIES)")
+	maxPart := fs.Int64("max-part-bytes", envInt("HINDSIGHT_MAX_PART_BYTES", int64(d.MaxPartBytes)), "largest message part or textContent (env HINDSIGHT_MAX_PART_BYTES)")
+	maxField := fs.Int64("max-field-bytes", envInt("HINDSIGHT_MAX_FIELD_BYTES", int64(d.MaxFieldBytes)), "largest title, path or other string field (env HINDSIGHT_MAX_FIELD_BYTES)")
+	fs.Float64Var(&c.Rate, "rate-limit", envFloat("HINDSIGHT_RATE_LIMIT", 200), "requests per second per API key, sustained; 0 disables (env HINDSIGHT_RATE_LIMIT)")
+	burst := fs.Int64("rate-burst", envInt("HINDSIGHT_RATE_BURST", 1000), "requests per API key allowed in a burst (env HINDSIGHT_RATE_BURST)")
+	fs.StringVar(&c.LogFormat, "log-format", env("HINDSIGHT_LOG_FORMAT", "console"), "log format: console or json (env HINDSIGHT_LOG_FORMAT)")
+	fs.StringVar(&c.LogLevel, "log-level", env("HINDSIGHT_LOG_LEVEL", "info"), "log level: debug, info, warn, error (env HINDSIGHT_LOG_LEVEL)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return c, err
+	}
+	if len(pos) > 0 {
+		return c, &usageError{fmt.Sprintf("serve takes no arguments, got %q", pos)}
+	}
+	c.Limits.MaxBatchEntries, c.Limits.MaxPartBytes, c.Limits.MaxFieldBytes = int(*maxEntries), int(*maxPart), int(*maxField)
+	c.Burst = int(*burst)
+	if c.Limits.MaxBody < 1024 || c.Limits.MaxBatchEntries < 1 || c.Limits.MaxPartBytes < 1 || c.Limits.MaxFieldBytes < 1 {
+		return c, &usageError{"limits must be positive (and the body limit at least 1024 bytes)"}
+	}
+	if c.Rate < 0 {
+		return c, &usageError{"--rate-limit must be 0 (off) or positive"}
+	}
+	return c, nil
+}
+
+func newLogger(format, level string, w io.Writer) (zerolog.Logger, error) {
+	lvl, err := zerolog.ParseLevel(level)
+	if err != nil || level == "" {
+		return zerolog.Nop(), &usageError{fmt.Sprintf("unknown log level %q", level)}
+	}
+	switch format {
+	case "json":
+	case "console":
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly, NoColor: !isTerminal(w)}
+	default:
+		return zerolog.Nop(), &usageError{fmt.Sprintf("unknown log format %q (console or json)", format)}
+	}
+	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
+}
+
+// app is a wired Hindsight: the parts serve runs, built so tests can drive them.
+type app struct {
+	store    *kv.Store
+	accounts *accounts.Accounts
+	ingest   *ingest.Service
+	api      *httpd.Server
+	handler  http.Handler
+	log      zerolog.Logger
+}
+
+func openStore(dir string) (*kv.Store, error) {
+	st, err := kv.Open(dir, kv.Options{LockTimeout: time.Second})
+	if errors.Is(err, kv.ErrLocked) {
+		return nil, fmt.Errorf("data directory %s is in use by another hindsight process (is `hindsight serve` running on it?): %w", dir, err)
+	}
+	return st, err
+}
+
+func buildApp(cfg serveConfig, log zerolog.Logger) (*app, error) {
+	st, err := openStore(cfg.Data)
+	if err != nil {
+		return nil, err
+	}
+	a := &app{store: st, log: log}
+	a.accounts = accounts.New(st, nil)
+	a.ingest = ingest.NewService(st, nil)
+	a.api = httpd.New(httpd.Config{
+		Auth: a.accounts, Ingest: a.ingest, Records: st, Limits: cfg.Limits,
+		RatePerSecond: cfg.Rate, RateBurst: cfg.Burst, Logger: log,
+	})
+	r := mux.NewRouter()
+	a.api.Install(r)
+	a.handler = a.api.Handler(r)
+	return a, nil
+}
+
+func (a *app) Close(ctx context.Context) error {
+	return errors.Join(a.accounts.Flush(ctx), a.store.Close())
+}
+
+func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := parseServe(args, stderr)
+	if err != nil {
+		return err
+	}
+	log, err := newLogger(cfg.LogFormat, cfg.LogLevel, stderr)
+	if err != nil {
+		return err
+	}
+	a, err := buildApp(cfg, log)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		a.Close(context.Background())
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	srv := &http.Server{
+		Handler:           a.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       2 * time.Minute, // a 16 MiB batch over a slow link
+		IdleTimeout:       2 * time.Minute,
+	}
+	admin, adminPath := a.serveAdmin(cfg.Data)
+
+	url := "http://" + ln.Addr().String()
+	abs, _ := filepath.Abs(cfg.Data)
+	log.Info().Str("url", url).Str("data", abs).Str("go", runtime.Version()).
+		Str("os", runtime.GOOS+"/"+runtime.GOARCH).Int("cpus", runtime.NumCPU()).
+		Float64("rate_limit", cfg.Rate).Int64("max_body_bytes", cfg.Limits.MaxBody).
+		Str("version", version).Msg("hindsight serving")
+	fmt.Fprintf(stdout, "Hindsight %s listening on %s (data: %s)\n", version, url, abs)
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	flush := time.NewTicker(30 * time.Second)
+	defer flush.Stop()
+	for {
+		select {
+		case err := <-errc:
+			a.Close(context.Background())
+			return fmt.Errorf("serve: %w", err)
+		case <-flush.C:
+			if err := a.accounts.Flush(ctx); err != nil {
+				log.Warn().Err(err).Msg("write key last-used times")
+			}
+			continue
+		case <-ctx.Done():
+		}
+		break
+	}
+	log.Info().Msg("shutting down: finishing in-flight requests")
+	sctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn().Err(err).Msg("in-flight requests did not finish in time")
+	}
+	if admin != nil {
+		admin.Shutdown(sctx)
+		os.Remove(adminPath)
+	}
+	if err := a.Close(sctx); err != nil {
+		return fmt.Errorf("close: %w", err)
+	}
+	log.Info().Msg("stopped cleanly")
+	return nil
+}
+
+// isTerminal reports whether w is a character device (colour only then).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

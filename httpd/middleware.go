@@ -1,0 +1,275 @@
+package httpd
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/hindsight-dev/hindsight/accounts"
+)
+
+type middleware func(http.Handler) http.Handler
+
+// chain applies middlewares so that the first one listed is the outermost.
+func chain(h http.Handler, ms ...middleware) http.Handler {
+	for i := len(ms) - 1; i >= 0; i-- {
+		h = ms[i](h)
+	}
+	return h
+}
+
+type ctxKey int
+
+const (
+	userKey ctxKey = iota
+	requestIDKey
+	infoKey
+)
+
+// reqInfo is filled in by inner middleware and read by the access log, which
+// cannot see the inner request's context.
+type reqInfo struct{ user string }
+
+// UserID returns the authenticated user of a request ("" when none).
+func UserID(ctx context.Context) string {
+	id, _ := ctx.Value(userKey).(string)
+	return id
+}
+
+// WithUserID returns ctx carrying an authenticated user id; the dashboard
+// uses it after a cookie sign-in so handlers read the owner the same way.
+func WithUserID(ctx context.Context, userID string) context.Context {
+	return context.WithValue(ctx, userKey, userID)
+}
+
+// RequestID returns the request id of a request.
+func RequestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey).(string)
+	return id
+}
+
+func newRequestID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// requestID keeps a caller's sane X-Request-Id (so a plugin's logs and ours
+// can be joined) or makes one, and puts a request-scoped logger in the context.
+func (s *Server) requestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Request-Id")
+		if !saneID(id) {
+			id = newRequestID()
+		}
+		w.Header().Set("X-Request-Id", id)
+		l := s.log.With().Str("request_id", id).Logger()
+		ctx := context.WithValue(r.Context(), requestIDKey, id)
+		ctx = context.WithValue(ctx, infoKey, &reqInfo{})
+		next.ServeHTTP(w, r.WithContext(l.WithContext(ctx)))
+	})
+}
+
+func saneID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+type recorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	n, err := r.ResponseWriter.Write(b)
+	r.bytes += int64(n)
+	return n, err
+}
+
+// Flush lets streaming exports flush through the recorder.
+func (r *recorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// accessLog logs one line per request: method, path (never the query string,
+// which can hold search text), status, size, duration, user. Server errors log
+// at error level, the rest at info.
+func (s *Server) accessLog(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &recorder{ResponseWriter: w}
+		next.ServeHTTP(rec, r)
+		if rec.status == 0 {
+			rec.status = http.StatusOK
+		}
+		l := zerolog.Ctx(r.Context())
+		ev := l.Info()
+		if rec.status >= 500 {
+			ev = l.Error()
+		}
+		ev.Str("method", r.Method).Str("path", r.URL.Path).Int("status", rec.status).
+			Int64("bytes", rec.bytes).Dur("duration", time.Since(start)).
+			Str("user", info(r.Context()).user).Msg("request")
+	})
+}
+
+func info(ctx context.Context) *reqInfo {
+	if i, ok := ctx.Value(infoKey).(*reqInfo); ok {
+		return i
+	}
+	return &reqInfo{}
+}
+
+func (s *Server) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				zerolog.Ctx(r.Context()).Error().Str("panic", fmt.Sprint(v)).Msg("handler panicked")
+				s.writeError(w, r, fmt.Errorf("panic: %v", v))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// cors adds the CORS headers decisions.md fixes to every response and answers
+// OPTIONS on any path with 204.
+func cors(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Access-Control-Allow-Origin", "*")
+		h.Set("Access-Control-Allow-Methods", "GET, POST, PATCH, DELETE, OPTIONS")
+		h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type")
+		h.Set("Access-Control-Expose-Headers", "X-Request-Id, X-Search-Degraded, X-Export-Sessions, X-Export-TestCases, Content-Disposition, Retry-After")
+		if r.Method == http.MethodOptions {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// authenticated requires a valid Bearer key, applies the per-key rate limit and
+// caps the request body.
+func (s *Server) authenticated(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth := r.Header.Get("Authorization")
+		key, ok := strings.CutPrefix(auth, "Bearer ")
+		if !ok {
+			if auth == "" {
+				s.writeError(w, r, errUnauthorized("missing Authorization header: send Authorization: Bearer osk_..."))
+			} else {
+				s.writeError(w, r, errUnauthorized("Authorization header must be: Bearer osk_..."))
+			}
+			return
+		}
+		userID, err := s.cfg.Auth.Authenticate(r.Context(), strings.TrimSpace(key))
+		if err != nil {
+			if err == accounts.ErrUnauthorized {
+				err = errUnauthorized("the API key is invalid or revoked")
+			}
+			s.writeError(w, r, err)
+			return
+		}
+		if s.limiter != nil {
+			if wait := s.limiter.take(accounts.Hash(key)); wait > 0 {
+				secs := int(math.Ceil(wait.Seconds()))
+				w.Header().Set("Retry-After", strconv.Itoa(secs))
+				s.writeError(w, r, &httpError{status: http.StatusTooManyRequests, code: "Too Many Requests",
+					msg: fmt.Sprintf("rate limit exceeded for this API key; retry after %d s", secs)})
+				return
+			}
+		}
+		info(r.Context()).user = userID
+		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.Limits.MaxBody)
+		ctx := WithUserID(r.Context(), userID)
+		l := zerolog.Ctx(ctx).With().Str("user", userID).Logger()
+		next.ServeHTTP(w, r.WithContext(l.WithContext(ctx)))
+	})
+}
+
+// limiter is a token bucket per API key. Buckets idle long enough to be full
+// again are dropped, so memory stays bounded by the keys active recently.
+type limiter struct {
+	rate  float64 // tokens per second
+	burst float64
+	now   func() time.Time
+
+	mu      sync.Mutex
+	buckets map[string]*bucket
+	swept   time.Time
+}
+
+type bucket struct {
+	tokens float64
+	at     time.Time
+}
+
+func newLimiter(rate float64, burst int, now func() time.Time) *limiter {
+	if burst < 1 {
+		burst = int(math.Max(1, rate))
+	}
+	return &limiter{rate: rate, burst: float64(burst), now: now, buckets: map[string]*bucket{}}
+}
+
+// take spends one token for key, or returns how long until one is available.
+func (l *limiter) take(key string) time.Duration {
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now.Sub(l.swept) > time.Minute {
+		full := time.Duration(l.burst / l.rate * float64(time.Second))
+		for k, b := range l.buckets {
+			if now.Sub(b.at) > full {
+				delete(l.buckets, k)
+			}
+		}
+		l.swept = now
+	}
+	b, ok := l.buckets[key]
+	if !ok {
+		b = &bucket{tokens: l.burst, at: now}
+		l.buckets[key] = b
+	}
+	b.tokens = math.Min(l.burst, b.tokens+now.Sub(b.at).Seconds()*l.rate)
+	b.at = now
+	if b.tokens >= 1 {
+		b.tokens--
+		return 0
+	}
+	return time.Duration((1 - b.tokens) / l.rate * float64(time.Second))
+}

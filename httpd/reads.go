@@ -1,0 +1,249 @@
+package httpd
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/hindsight-dev/hindsight/kv"
+)
+
+// sessionView is the session read object of decisions.md (Reads).
+type sessionView struct {
+	ID               string   `json:"id"`
+	AltID            string   `json:"_id,omitempty"` // semantic and hybrid results carry _id too
+	ExternalID       string   `json:"externalId"`
+	Source           string   `json:"source"`
+	Title            string   `json:"title,omitempty"`
+	ProjectPath      string   `json:"projectPath,omitempty"`
+	ProjectName      string   `json:"projectName,omitempty"`
+	Model            string   `json:"model,omitempty"`
+	Provider         string   `json:"provider,omitempty"`
+	PromptTokens     int64    `json:"promptTokens"`
+	CompletionTokens int64    `json:"completionTokens"`
+	TotalTokens      int64    `json:"totalTokens"`
+	Cost             float64  `json:"cost"`
+	DurationMs       int64    `json:"durationMs"`
+	MessageCount     int64    `json:"messageCount"`
+	Visibility       string   `json:"visibility"`
+	IsPublic         bool     `json:"isPublic"`
+	CreatedAt        int64    `json:"createdAt"`
+	UpdatedAt        int64    `json:"updatedAt"`
+	EvalReady        *bool    `json:"evalReady,omitempty"`
+	EvalStatus       string   `json:"evalStatus,omitempty"`
+	EvalNotes        string   `json:"evalNotes,omitempty"`
+	EvalTags         []string `json:"evalTags,omitempty"`
+	ExpectedOutput   string   `json:"expectedOutput,omitempty"`
+	ReviewedAt       int64    `json:"reviewedAt,omitempty"`
+}
+
+func viewSession(s kv.Session) sessionView {
+	v := sessionView{
+		ID: s.ID, ExternalID: s.ExternalID, Source: s.Source, Title: s.Title,
+		ProjectPath: s.ProjectPath, ProjectName: s.ProjectName, Model: s.Model, Provider: s.Provider,
+		PromptTokens: s.PromptTokens, CompletionTokens: s.CompletionTokens, TotalTokens: s.TotalTokens,
+		Cost: s.Cost, DurationMs: s.DurationMs, MessageCount: s.MessageCount,
+		Visibility: "private", IsPublic: s.Public, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
+		EvalStatus: s.Status, EvalNotes: s.Notes, EvalTags: s.Tags, ExpectedOutput: s.ExpectedOutput,
+		ReviewedAt: s.ReviewedAt,
+	}
+	if s.Public {
+		v.Visibility = "public"
+	}
+	if s.Ready || s.Status != "" {
+		ready := s.Ready
+		v.EvalReady = &ready
+	}
+	return v
+}
+
+// partView renders a part as the client sent it: known types normalised,
+// other types exactly as received.
+func partView(p kv.Part) json.RawMessage {
+	if len(p.Raw) > 0 {
+		return p.Raw
+	}
+	type known struct {
+		Type     string `json:"type"`
+		Content  string `json:"content,omitempty"`
+		ToolName string `json:"toolName,omitempty"`
+		Args     string `json:"args,omitempty"`
+	}
+	b, _ := json.Marshal(known{p.Type, p.Content, p.ToolName, p.Args})
+	return b
+}
+
+type messageView struct {
+	ID               string            `json:"id"`
+	ExternalID       string            `json:"externalId"`
+	Role             string            `json:"role"`
+	Parts            []json.RawMessage `json:"parts"`
+	TextContent      *string           `json:"textContent,omitempty"`
+	Model            string            `json:"model,omitempty"`
+	PromptTokens     *int64            `json:"promptTokens,omitempty"`
+	CompletionTokens *int64            `json:"completionTokens,omitempty"`
+	DurationMs       *int64            `json:"durationMs,omitempty"`
+	CreatedAt        int64             `json:"createdAt"`
+}
+
+func viewMessage(m kv.Message) messageView {
+	v := messageView{ID: m.ID, ExternalID: m.ExternalID, Role: m.Role, Parts: make([]json.RawMessage, 0, len(m.Parts)),
+		TextContent: m.TextContent, Model: m.Model, PromptTokens: m.PromptTokens,
+		CompletionTokens: m.CompletionTokens, DurationMs: m.DurationMs, CreatedAt: m.CreatedAt}
+	for _, p := range m.Parts {
+		v.Parts = append(v.Parts, partView(p))
+	}
+	return v
+}
+
+// intParam parses an optional positive integer query parameter, clamping it to
+// max. Absent means def; a non-number or a value below 1 is a 400.
+func intParam(r *http.Request, name string, def, max int) (int, error) {
+	raw := r.URL.Query().Get(name)
+	if raw == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(raw))
+	if err != nil {
+		f, ferr := strconv.ParseFloat(strings.TrimSpace(raw), 64)
+		if ferr != nil || f != float64(int64(f)) {
+			return 0, errBadRequest(fmt.Sprintf("%s must be a whole number, got %q", name, raw))
+		}
+		n = int(min(f, float64(max)))
+	}
+	if n < 1 {
+		return 0, errBadRequest(fmt.Sprintf("%s must be at least 1, got %d", name, n))
+	}
+	return min(n, max), nil
+}
+
+// cursor encodes a list position as "<updatedAt>.<id>".
+func formatCursor(p kv.Position) string { return strconv.FormatInt(p.UpdatedAt, 10) + "." + p.ID }
+
+func parseCursor(raw string) (kv.Position, error) {
+	ts, id, ok := strings.Cut(raw, ".")
+	n, err := strconv.ParseInt(ts, 10, 64)
+	if !ok || err != nil || len(id) != kv.IDLen {
+		return kv.Position{}, errBadRequest("cursor is malformed: pass the nextCursor of a previous response")
+	}
+	return kv.Position{UpdatedAt: n, ID: id}, nil
+}
+
+// listSessions: GET /api/sessions?limit=&source=&cursor=, most recently updated first.
+func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
+	limit, err := intParam(r, "limit", 50, 500)
+	if err != nil {
+		return err
+	}
+	var from kv.Position
+	if c := r.URL.Query().Get("cursor"); c != "" {
+		if from, err = parseCursor(c); err != nil {
+			return err
+		}
+	}
+	source := r.URL.Query().Get("source")
+	out := make([]sessionView, 0, min(limit, 64))
+	var next string
+	err = s.cfg.Records.View(r.Context(), func(tx *kv.Tx) error {
+		return tx.RecentSessions(UserID(r.Context()), from, func(ss kv.Session) bool {
+			if source != "" && ss.Source != source {
+				return true
+			}
+			if len(out) == limit {
+				next = formatCursor(kv.Position{UpdatedAt: out[len(out)-1].UpdatedAt, ID: out[len(out)-1].ID})
+				return false
+			}
+			out = append(out, viewSession(ss))
+			return true
+		})
+	})
+	if err != nil {
+		return err
+	}
+	resp := map[string]any{"sessions": out}
+	if next != "" {
+		resp["nextCursor"] = next
+	}
+	return writeJSON(w, http.StatusOK, resp)
+}
+
+// getSession: GET /api/sessions/get?id=; another user's id is a 404.
+func (s *Server) getSession(w http.ResponseWriter, r *http.Request) error {
+	id := r.URL.Query().Get("id")
+	if id == "" {
+		return errBadRequest("id is required: pass the session's id from /api/sessions")
+	}
+	var sess kv.Session
+	msgs := []messageView{}
+	err := s.cfg.Records.View(r.Context(), func(tx *kv.Tx) error {
+		var err error
+		uid := UserID(r.Context())
+		if sess, err = tx.Session(uid, id); err != nil {
+			return err
+		}
+		return tx.Messages(uid, id, func(m kv.Message) error {
+			msgs = append(msgs, viewMessage(m))
+			return nil
+		})
+	})
+	if err != nil {
+		if isNotFound(err) {
+			return errNotFound("no session with id " + strconv.Quote(id) + " in this account")
+		}
+		return err
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"session": viewSession(sess), "messages": msgs})
+}
+
+type modelUsage struct {
+	Tokens   int64   `json:"tokens"`
+	Cost     float64 `json:"cost"`
+	Sessions int64   `json:"sessions"`
+}
+
+type statsView struct {
+	SessionCount    int64                  `json:"sessionCount"`
+	MessageCount    int64                  `json:"messageCount"`
+	TotalTokens     int64                  `json:"totalTokens"`
+	PromptTokens    int64                  `json:"promptTokens"`
+	CompletionTok   int64                  `json:"completionTokens"`
+	TotalCost       float64                `json:"totalCost"`
+	TotalDurationMs int64                  `json:"totalDurationMs"`
+	ModelUsage      map[string]*modelUsage `json:"modelUsage"`
+}
+
+// stats: GET /api/stats. modelUsage is keyed by model name ("unknown" when a
+// session recorded none).
+func (s *Server) stats(w http.ResponseWriter, r *http.Request) error {
+	st := statsView{ModelUsage: map[string]*modelUsage{}}
+	err := s.cfg.Records.View(r.Context(), func(tx *kv.Tx) error {
+		return tx.Sessions(UserID(r.Context()), func(ss kv.Session) error {
+			st.SessionCount++
+			st.MessageCount += ss.MessageCount
+			st.TotalTokens += ss.TotalTokens
+			st.PromptTokens += ss.PromptTokens
+			st.CompletionTok += ss.CompletionTokens
+			st.TotalCost += ss.Cost
+			st.TotalDurationMs += ss.DurationMs
+			model := ss.Model
+			if model == "" {
+				model = "unknown"
+			}
+			mu := st.ModelUsage[model]
+			if mu == nil {
+				mu = &modelUsage{}
+				st.ModelUsage[model] = mu
+			}
+			mu.Tokens += ss.TotalTokens
+			mu.Cost += ss.Cost
+			mu.Sessions++
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, st)
+}

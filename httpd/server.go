@@ -1,0 +1,100 @@
+// Package httpd serves Hindsight's REST API: it translates HTTP requests into
+// calls on ingest, accounts and the read side, and errors into status codes in
+// exactly one place (writeError). It opens no store itself; main hands it the
+// parts it uses.
+package httpd
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/gorilla/mux"
+	"github.com/rs/zerolog"
+
+	"github.com/hindsight-dev/hindsight/ingest"
+	"github.com/hindsight-dev/hindsight/kv"
+)
+
+// Authenticator maps a presented API key to its user id.
+type Authenticator interface {
+	Authenticate(ctx context.Context, key string) (userID string, err error)
+}
+
+// Records is the read side of the store.
+type Records interface {
+	View(ctx context.Context, fn func(*kv.Tx) error) error
+}
+
+// Config holds what the server needs. Zero limits take documented defaults.
+type Config struct {
+	Auth    Authenticator
+	Ingest  *ingest.Service
+	Records Records
+	Limits  ingest.Limits
+	// RatePerSecond and RateBurst configure the per-key token bucket;
+	// RatePerSecond 0 disables rate limiting.
+	RatePerSecond float64
+	RateBurst     int
+	Logger        zerolog.Logger
+	Now           func() time.Time
+}
+
+// Server is the REST API. Install registers its routes on a router that main owns.
+type Server struct {
+	cfg     Config
+	limiter *limiter
+	log     zerolog.Logger
+}
+
+// New returns a Server for cfg.
+func New(cfg Config) *Server {
+	cfg.Limits = cfg.Limits.WithDefaults()
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger}
+	if cfg.RatePerSecond > 0 {
+		s.limiter = newLimiter(cfg.RatePerSecond, cfg.RateBurst, cfg.Now)
+	}
+	return s
+}
+
+// Install registers the API routes on r. Every route except /health requires
+// an API key.
+func (s *Server) Install(r *mux.Router) {
+	r.Handle("/health", s.handle(s.health)).Methods(http.MethodGet, http.MethodHead)
+
+	api := func(path string, h func(http.ResponseWriter, *http.Request) error, methods ...string) {
+		r.Handle(path, s.authenticated(s.handle(h))).Methods(methods...)
+	}
+	api("/sync/session", s.syncSession, http.MethodPost)
+	api("/sync/message", s.syncMessage, http.MethodPost)
+	api("/sync/batch", s.syncBatch, http.MethodPost)
+	api("/sync/sessions/list", s.syncSessionsList, http.MethodGet)
+	api("/api/sessions", s.listSessions, http.MethodGet)
+	api("/api/sessions/get", s.getSession, http.MethodGet)
+	api("/api/stats", s.stats, http.MethodGet)
+}
+
+// Handler wraps a router in the middleware every response passes through. The
+// order matters and is outermost first:
+//   - recoverPanics: a panic anywhere becomes a logged 500 with the request id;
+//   - requestID: every response and log line carries X-Request-Id;
+//   - accessLog: after requestID so each line has the id; sees final statuses;
+//   - cors: CORS headers on every response, errors and downloads included, and
+//     OPTIONS answered before routing or authentication.
+func (s *Server) Handler(r *mux.Router) http.Handler {
+	r.NotFoundHandler = s.handle(func(w http.ResponseWriter, r *http.Request) error {
+		return errNotFound("no such endpoint: " + r.URL.Path)
+	})
+	r.MethodNotAllowedHandler = s.handle(func(w http.ResponseWriter, r *http.Request) error {
+		return &httpError{status: http.StatusMethodNotAllowed, code: "Method Not Allowed",
+			msg: r.Method + " is not supported on " + r.URL.Path}
+	})
+	return chain(r, s.recoverPanics, s.requestID, s.accessLog, cors)
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) error {
+	return writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "timestamp": s.cfg.Now().UnixMilli()})
+}

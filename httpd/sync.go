@@ -1,0 +1,92 @@
+package httpd
+
+import (
+	"io"
+	"net/http"
+
+	"github.com/hindsight-dev/hindsight/ingest"
+	"github.com/hindsight-dev/hindsight/kv"
+)
+
+// readBody reads the (size-capped) body; an empty body is a 400.
+func readBody(r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, err // *http.MaxBytesError maps to 413
+	}
+	if len(body) == 0 {
+		return nil, errBadRequest("request body is empty: send a JSON object")
+	}
+	return body, nil
+}
+
+func (s *Server) syncSession(w http.ResponseWriter, r *http.Request) error {
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	in, err := ingest.DecodeSession(body, s.cfg.Limits)
+	if err != nil {
+		return err
+	}
+	id, err := s.cfg.Ingest.Session(r.Context(), UserID(r.Context()), in)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"ok": true, "sessionId": id})
+}
+
+func (s *Server) syncMessage(w http.ResponseWriter, r *http.Request) error {
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	in, err := ingest.DecodeMessage(body, s.cfg.Limits)
+	if err != nil {
+		return err
+	}
+	id, err := s.cfg.Ingest.Message(r.Context(), UserID(r.Context()), in)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"ok": true, "messageId": id})
+}
+
+type batchResponse struct {
+	OK       bool          `json:"ok"`
+	Sessions ingest.Counts `json:"sessions"`
+	Messages ingest.Counts `json:"messages"`
+	Errors   []string      `json:"errors"`
+}
+
+func (s *Server) syncBatch(w http.ResponseWriter, r *http.Request) error {
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	b, err := ingest.DecodeBatch(body, s.cfg.Limits)
+	if err != nil {
+		return err
+	}
+	res, err := s.cfg.Ingest.Batch(r.Context(), UserID(r.Context()), b)
+	if err != nil {
+		return err
+	}
+	errs := b.Errors
+	if errs == nil {
+		errs = []string{}
+	}
+	return writeJSON(w, http.StatusOK, batchResponse{OK: true, Sessions: res.Sessions, Messages: res.Messages, Errors: errs})
+}
+
+func (s *Server) syncSessionsList(w http.ResponseWriter, r *http.Request) error {
+	var ids []string
+	err := s.cfg.Records.View(r.Context(), func(tx *kv.Tx) error {
+		ids = tx.ExternalSessionIDs(UserID(r.Context()))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"sessionIds": ids})
+}

@@ -1,0 +1,297 @@
+package index
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/blevesearch/bleve/v2/analysis"
+	"github.com/blevesearch/bleve/v2/search/query"
+)
+
+// ErrBadQuery is returned (wrapped with a message meant for the person who
+// typed the query) when the query text has no searchable term at all: only
+// punctuation, only very common words, or only excluded words.
+var ErrBadQuery = errors.New("bad query")
+
+// MaxQueryTerms bounds the work one query can cause: the parser keeps the
+// first MaxQueryTerms distinct analysed terms (words, phrase words and
+// excluded words together, in the order they appear) and ignores the rest.
+// A phrase that crosses the limit is cut at it.
+const MaxQueryTerms = 64
+
+// clause is one element of the user's query text before analysis.
+type clause struct {
+	Text    string
+	Phrase  bool // "quoted": must match as a phrase
+	Negated bool // -word or -"phrase": must not match
+}
+
+// lex splits raw user text into clauses. It is not Bleve query syntax and
+// never fails:
+//
+//   - words are separated by white space and by quotes;
+//   - "a phrase" is a phrase; “curly quotes” work too;
+//   - -word and -"a phrase" exclude; a '-' counts only at the start of a
+//     word and only when a word character or a quote follows it, so
+//     "--dry-run" and "-" are ordinary words;
+//   - an unmatched quote is ignored, and the text after it is read as
+//     ordinary words (a '-' right before it is ignored too);
+//   - every other character (+ : ~ ^ ( ) * ? [ ] { } \ / ! &) is just text;
+//     the analyzer later drops what is not part of a word.
+func lex(text string) []clause {
+	var out []clause
+	i := 0
+	for i < len(text) {
+		r, size := utf8.DecodeRuneInString(text[i:])
+		if unicode.IsSpace(r) {
+			i += size
+			continue
+		}
+		negated := false
+		if r == '-' && i+size < len(text) {
+			next, _ := utf8.DecodeRuneInString(text[i+size:])
+			if isQuote(next) || (!unicode.IsSpace(next) && next != '-') {
+				negated = true
+				i += size
+				r, size = next, utf8.RuneLen(next)
+			}
+		}
+		if isQuote(r) {
+			end := indexQuote(text[i+size:])
+			if end < 0 { // unmatched: drop the quote, read on as words
+				i += size
+				continue
+			}
+			if p := strings.TrimSpace(text[i+size : i+size+end]); p != "" {
+				out = append(out, clause{Text: p, Phrase: true, Negated: negated})
+			}
+			_, closeSize := utf8.DecodeRuneInString(text[i+size+end:])
+			i += size + end + closeSize
+			continue
+		}
+		j := i
+		for j < len(text) {
+			r, size := utf8.DecodeRuneInString(text[j:])
+			if unicode.IsSpace(r) || isQuote(r) {
+				break
+			}
+			j += size
+		}
+		out = append(out, clause{Text: text[i:j], Negated: negated})
+		i = j
+	}
+	return out
+}
+
+func isQuote(r rune) bool { return r == '"' || r == '“' || r == '”' }
+
+// indexQuote returns the byte index of the first quote in s, or -1.
+func indexQuote(s string) int {
+	return strings.IndexFunc(s, isQuote)
+}
+
+// phrase is an analysed phrase: the alternatives at each position (several
+// when an identifier was split, none for a removed stop word inside the
+// phrase), in the form Bleve's multi-phrase query takes.
+type phrase [][]string
+
+// parsedQuery is the analysed form of the user's query text.
+type parsedQuery struct {
+	Terms   []string // distinct terms of plain words; any may match (OR), scored by BM25
+	Phrases []phrase // each must match
+	Exclude []phrase // none may match; an excluded word is a one-word phrase
+}
+
+// matchTerms returns the distinct positive terms (plain words and phrase
+// words): what snippets mark and what matchedIn looks for.
+func (p parsedQuery) matchTerms() map[string]struct{} {
+	m := make(map[string]struct{}, len(p.Terms))
+	for _, t := range p.Terms {
+		m[t] = struct{}{}
+	}
+	for _, ph := range p.Phrases {
+		for _, alts := range ph {
+			for _, t := range alts {
+				m[t] = struct{}{}
+			}
+		}
+	}
+	return m
+}
+
+// parseQuery lexes and analyses user text. It is a pure function of its
+// arguments. It returns an error wrapping ErrBadQuery when nothing
+// searchable remains.
+//
+// An excluded word is treated as a phrase of its analysed terms, so
+// -parseConfigFile excludes that identifier (and "parse config file"), not
+// every text that mentions "config".
+func parseQuery(a analysis.Analyzer, text string) (parsedQuery, error) {
+	var p parsedQuery
+	seen := make(map[string]struct{})
+	budget := func(t string) bool { // reports whether t may be used
+		if _, ok := seen[t]; ok {
+			return true
+		}
+		if len(seen) >= MaxQueryTerms {
+			return false
+		}
+		seen[t] = struct{}{}
+		return true
+	}
+	inTerms := make(map[string]struct{})
+	for _, c := range lex(text) {
+		if len(seen) >= MaxQueryTerms {
+			break
+		}
+		tokens := a.Analyze([]byte(c.Text))
+		if len(tokens) == 0 {
+			continue
+		}
+		if !c.Phrase && !c.Negated {
+			for _, tok := range tokens {
+				t := string(tok.Term)
+				if _, dup := inTerms[t]; dup || !budget(t) {
+					continue
+				}
+				inTerms[t] = struct{}{}
+				p.Terms = append(p.Terms, t)
+			}
+			continue
+		}
+		ph := toPhrase(tokens, budget)
+		if len(ph) == 0 {
+			continue
+		}
+		if c.Negated {
+			p.Exclude = append(p.Exclude, ph)
+		} else {
+			p.Phrases = append(p.Phrases, ph)
+		}
+	}
+	if len(p.Terms) == 0 && len(p.Phrases) == 0 {
+		if len(p.Exclude) > 0 {
+			return parsedQuery{}, fmt.Errorf("%w: the query only excludes words; add at least one word to search for", ErrBadQuery)
+		}
+		return parsedQuery{}, fmt.Errorf("%w: the query has no searchable words (only punctuation or very common words)", ErrBadQuery)
+	}
+	return p, nil
+}
+
+// toPhrase turns an analysed token stream into positions with alternatives,
+// as Bleve's match-phrase query does, cut where the term budget runs out.
+// Trailing empty positions are dropped.
+func toPhrase(tokens analysis.TokenStream, budget func(string) bool) phrase {
+	first := tokens[0].Position
+	last := first
+	for _, tok := range tokens {
+		first = min(first, tok.Position)
+		last = max(last, tok.Position)
+	}
+	ph := make(phrase, last-first+1)
+	cut := len(ph)
+	for _, tok := range tokens {
+		i := tok.Position - first
+		if i >= cut {
+			continue
+		}
+		t := string(tok.Term)
+		if !budget(t) {
+			cut = i
+			continue
+		}
+		if !contains(ph[i], t) {
+			ph[i] = append(ph[i], t)
+		}
+	}
+	ph = ph[:cut]
+	for len(ph) > 0 && len(ph[len(ph)-1]) == 0 {
+		ph = ph[:len(ph)-1]
+	}
+	return ph
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// textQuery builds the Bleve query for the scored text field, without the
+// user restriction:
+//
+//   - plain words: a disjunction of term queries (BM25, at least one must
+//     match unless a phrase is present, in which case they only add score);
+//   - phrases: each a required multi-phrase query (a one-term phrase is a
+//     term query, a one-position phrase a disjunction of its alternatives);
+//   - exclusions: a must-not disjunction.
+func (p parsedQuery) textQuery(field string) query.Query {
+	var should *query.DisjunctionQuery
+	if len(p.Terms) > 0 {
+		qs := make([]query.Query, len(p.Terms))
+		for i, t := range p.Terms {
+			qs[i] = termQuery(field, t)
+		}
+		should = query.NewDisjunctionQuery(qs)
+	}
+	var must *query.ConjunctionQuery
+	if len(p.Phrases) > 0 {
+		qs := make([]query.Query, len(p.Phrases))
+		for i, ph := range p.Phrases {
+			qs[i] = ph.query(field)
+		}
+		must = query.NewConjunctionQuery(qs)
+	}
+	var mustNot *query.DisjunctionQuery
+	if len(p.Exclude) > 0 {
+		qs := make([]query.Query, len(p.Exclude))
+		for i, ph := range p.Exclude {
+			qs[i] = ph.query(field)
+		}
+		mustNot = query.NewDisjunctionQuery(qs)
+	}
+	if must == nil && mustNot == nil {
+		return should
+	}
+	b := &query.BooleanQuery{}
+	if must != nil {
+		b.Must = must
+	}
+	if should != nil {
+		if must == nil {
+			should.SetMin(1)
+		}
+		b.Should = should
+	}
+	if mustNot != nil {
+		b.MustNot = mustNot
+	}
+	return b
+}
+
+// query returns the Bleve query matching the phrase in field.
+func (ph phrase) query(field string) query.Query {
+	if len(ph) == 1 {
+		if len(ph[0]) == 1 {
+			return termQuery(field, ph[0][0])
+		}
+		qs := make([]query.Query, len(ph[0]))
+		for i, t := range ph[0] {
+			qs[i] = termQuery(field, t)
+		}
+		return query.NewDisjunctionQuery(qs)
+	}
+	return query.NewMultiPhraseQuery(ph, field)
+}
+
+func termQuery(field, term string) *query.TermQuery {
+	q := query.NewTermQuery(term)
+	q.SetField(field)
+	return q
+}

@@ -1,0 +1,81 @@
+package kv
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Check verifies the store's invariants: every user-data key starts with an
+// existing user's id, the external-id and ordering indexes match the sessions,
+// message indexes match messages, every outbox entry names a live session, and
+// each session's MessageCount equals its stored messages. Tests run it at
+// cleanup; operators can run it after a restore.
+func (s *Store) Check() error {
+	return s.db.View(func(btx *bolt.Tx) error {
+		tx := &Tx{tx: btx}
+		var errs []error
+		fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+		users := tx.bucket(bucketUsers)
+		owned := func(bucket []byte, minLen int) {
+			_ = tx.bucket(bucket).ForEach(func(k, _ []byte) error {
+				if len(k) < minLen || users.Get(k[:IDLen]) == nil {
+					fail("%s: key %q has no owning user", bucket, k)
+				}
+				return nil
+			})
+		}
+		for _, b := range [][]byte{bucketSessions, bucketExternal, bucketOrder, bucketMessages, bucketMsgExt, bucketOutbox} {
+			owned(b, IDLen)
+		}
+		counts := map[string]int64{}
+		_ = tx.bucket(bucketMessages).ForEach(func(k, v []byte) error {
+			var m Message
+			if err := json.Unmarshal(v, &m); err != nil {
+				fail("message %x: %v", k, err)
+				return nil
+			}
+			if !bytes.Equal(k, msgKey(m.UserID, m.SessionID, m.Seq)) {
+				fail("message %x stored under the wrong key", k)
+			}
+			if seq, ok := tx.MessageSeq(m.UserID, m.SessionID, m.ExternalID); !ok || seq != m.Seq {
+				fail("message %s: externalId index missing or stale", m.ID)
+			}
+			counts[m.UserID+m.SessionID]++
+			return nil
+		})
+		_ = tx.bucket(bucketSessions).ForEach(func(k, v []byte) error {
+			var s Session
+			if err := json.Unmarshal(v, &s); err != nil {
+				fail("session %x: %v", k, err)
+				return nil
+			}
+			if id, ok := tx.SessionIDByExternal(s.UserID, s.ExternalID); !ok || id != s.ID {
+				fail("session %s: externalId index missing or stale", s.ID)
+			}
+			if tx.bucket(bucketOrder).Get(cat([]byte(s.UserID), u64(uint64(s.UpdatedAt)), []byte(s.ID))) == nil {
+				fail("session %s: order index missing", s.ID)
+			}
+			if counts[s.UserID+s.ID] != s.MessageCount {
+				fail("session %s: messageCount %d, stored %d", s.ID, s.MessageCount, counts[s.UserID+s.ID])
+			}
+			return nil
+		})
+		if n, m := tx.bucket(bucketOrder).Stats().KeyN, tx.bucket(bucketSessions).Stats().KeyN; n != m {
+			fail("order index has %d entries for %d sessions", n, m)
+		}
+		_ = tx.bucket(bucketOutbox).ForEach(func(k, v []byte) error {
+			if len(k) != 2*IDLen || len(v) != 8 || binary.BigEndian.Uint64(v) == 0 {
+				fail("outbox entry %q malformed", k)
+			} else if tx.bucket(bucketSessions).Get(k) == nil {
+				fail("outbox entry %q names no session", k)
+			}
+			return nil
+		})
+		return errors.Join(errs...)
+	})
+}

@@ -1,0 +1,25 @@
+// Package kv is Hindsight's system of record: users, API keys, sessions, messages
+// and the indexing outbox, kept in one bbolt file.
+//
+// # Basics
+//
+// Every record is JSON in a bucket. Reads go through [Store.View]; writes go
+// through [Store.Commit], which group-commits concurrent writers into one bbolt
+// transaction (one fsync for many callers). When Commit returns nil the write is
+// on disk.
+//
+// # Ownership
+//
+// Every key that holds user data starts with the user id: nothing reads a
+// session or a message without naming its owner, so a handler cannot leak
+// another user's data by forgetting a filter. Ids are random and opaque
+// ([NewID]), fixed length, so a user id is always a clean key prefix.
+//
+// # Outbox
+//
+// A write that changes a session's searchable content marks the session dirty
+// in the same transaction ([Tx.MarkDirty]). The indexer reads dirty entries
+// ([Tx.Dirty]) and clears each one only after the index accepted it
+// ([Tx.ClearDirty]), and only if no newer write marked it again meanwhile. A
+// crash therefore loses nothing; at worst a session is indexed twice.
+package kv

@@ -1,0 +1,241 @@
+package kv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+)
+
+// Sentinel errors. Callers branch on them with errors.Is.
+var (
+	// ErrNotFound: the record does not exist for this owner.
+	ErrNotFound = errors.New("not found")
+	// ErrExists: a record with the same unique name already exists.
+	ErrExists = errors.New("already exists")
+	// ErrLocked: another process (usually a running `hindsight serve`) holds the data file.
+	ErrLocked = errors.New("data file is locked by another process")
+	// ErrClosed: the store was closed.
+	ErrClosed = errors.New("store closed")
+)
+
+var (
+	bucketUsers     = []byte("users")     // user id -> User
+	bucketUserNames = []byte("usernames") // name -> user id
+	bucketKeys      = []byte("keys")      // key hash (hex) -> APIKey
+	bucketSessions  = []byte("sessions")  // uid+sid -> Session
+	bucketExternal  = []byte("sessext")   // uid+externalId -> sid
+	bucketOrder     = []byte("sessorder") // uid+updatedAt(8, big endian)+sid -> nil
+	bucketMessages  = []byte("messages")  // uid+sid+seq(8) -> Message
+	bucketMsgExt    = []byte("msgext")    // uid+sid+externalId -> seq(8)
+	bucketOutbox    = []byte("outbox")    // uid+sid -> version(8)
+	bucketMeta      = []byte("meta")      // schema and component metadata
+)
+
+var allBuckets = [][]byte{bucketUsers, bucketUserNames, bucketKeys, bucketSessions, bucketExternal,
+	bucketOrder, bucketMessages, bucketMsgExt, bucketOutbox, bucketMeta}
+
+// Options configures Open.
+type Options struct {
+	// LockTimeout bounds the wait for the file lock; after it Open returns
+	// ErrLocked. 0 means 1 second: a command must never hang on a locked file.
+	LockTimeout time.Duration
+	// ReadOnly opens the file without taking the write lock exclusively.
+	ReadOnly bool
+	// MaxGroup caps how many concurrent writes share one transaction; 0 means 256.
+	MaxGroup int
+}
+
+// Store is the bbolt-backed record store. It is safe for concurrent use.
+type Store struct {
+	db    *bolt.DB
+	path  string
+	calls chan *call
+	stop  chan struct{}
+	wg    sync.WaitGroup
+	once  sync.Once
+	group int
+}
+
+type call struct {
+	fn   func(*Tx) error
+	done chan error
+}
+
+// FileName is the name of the bbolt file inside a data directory.
+const FileName = "hindsight.db"
+
+// Open opens (creating if needed) the store in dir.
+func Open(dir string, opts Options) (*Store, error) {
+	if opts.LockTimeout == 0 {
+		opts.LockTimeout = time.Second
+	}
+	if opts.MaxGroup == 0 {
+		opts.MaxGroup = 256
+	}
+	if !opts.ReadOnly {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("create data directory: %w", err)
+		}
+	}
+	path := filepath.Join(dir, FileName)
+	db, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout:        opts.LockTimeout,
+		ReadOnly:       opts.ReadOnly,
+		FreelistType:   bolt.FreelistMapType,
+		NoFreelistSync: true, // the freelist is rebuilt on open; saves a page write per commit
+	})
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		return nil, fmt.Errorf("open %s: %w", path, ErrLocked)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if !opts.ReadOnly {
+		err = db.Update(func(tx *bolt.Tx) error {
+			for _, b := range allBuckets {
+				if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			db.Close()
+			return nil, fmt.Errorf("init buckets: %w", err)
+		}
+	}
+	s := &Store{db: db, path: path, calls: make(chan *call, 4096), stop: make(chan struct{}), group: opts.MaxGroup}
+	s.wg.Add(1)
+	go s.committer()
+	return s, nil
+}
+
+// Path is the bbolt file's path.
+func (s *Store) Path() string { return s.path }
+
+// Close waits for pending commits and closes the file. Safe to call twice.
+func (s *Store) Close() error {
+	var err error
+	s.once.Do(func() {
+		close(s.stop)
+		s.wg.Wait()
+		err = s.db.Close()
+	})
+	return err
+}
+
+// View runs fn in a read-only transaction. Data read inside fn is only valid
+// for the life of the transaction unless copied (records are decoded copies).
+func (s *Store) View(ctx context.Context, fn func(*Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.db.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx}) })
+}
+
+// Commit runs fn in a read-write transaction and returns once that transaction
+// is durably committed. Concurrent Commit calls are grouped into one bbolt
+// transaction (one fsync). If fn returns an error its own changes are rolled
+// back and other callers are unaffected. Like bbolt's Batch, fn may run more
+// than once (when another fn of the same group fails), so it must reset any
+// state it computes on every run.
+func (s *Store) Commit(ctx context.Context, fn func(*Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c := &call{fn: fn, done: make(chan error, 1)}
+	select {
+	case s.calls <- c:
+	case <-s.stop:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	// Once queued the write will be attempted; wait for its outcome even if the
+	// caller's context ends, so "cancelled" never hides a committed write.
+	return <-c.done
+}
+
+// committer is the single writer: it takes every queued call and runs them in
+// one transaction, so a burst of N writers costs one fsync, and an idle store
+// commits a lone writer at once (no batching delay).
+func (s *Store) committer() {
+	defer s.wg.Done()
+	for {
+		var first *call
+		select {
+		case first = <-s.calls:
+		case <-s.stop:
+			// Drain what was queued before Close.
+			for {
+				select {
+				case c := <-s.calls:
+					s.run([]*call{c})
+				default:
+					return
+				}
+			}
+		}
+		group := []*call{first}
+	fill:
+		for len(group) < s.group {
+			select {
+			case c := <-s.calls:
+				group = append(group, c)
+			default:
+				break fill
+			}
+		}
+		s.run(group)
+	}
+}
+
+func (s *Store) run(group []*call) {
+	failed := -1
+	var ferr error
+	err := s.db.Update(func(btx *bolt.Tx) error {
+		tx := &Tx{tx: btx}
+		for i, c := range group {
+			if err := c.fn(tx); err != nil {
+				failed, ferr = i, err
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		for _, c := range group {
+			c.done <- nil
+		}
+		return
+	}
+	if failed < 0 || len(group) == 1 {
+		// The commit itself failed (disk full, I/O error): nobody's write landed.
+		for _, c := range group {
+			c.done <- err
+		}
+		return
+	}
+	// One fn failed: it gets its error, the others are retried on their own.
+	group[failed].done <- ferr
+	for i, c := range group {
+		if i != failed {
+			c.done <- s.db.Update(func(btx *bolt.Tx) error { return c.fn(&Tx{tx: btx}) })
+		}
+	}
+}
+
+// Tx is a transaction handle passed to View and Commit callbacks. It must not
+// be used after the callback returns.
+type Tx struct {
+	tx *bolt.Tx
+}
+
+func (tx *Tx) bucket(name []byte) *bolt.Bucket { return tx.tx.Bucket(name) }

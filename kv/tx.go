@@ -1,0 +1,349 @@
+package kv
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"sort"
+)
+
+func get[T any](b interface{ Get([]byte) []byte }, key []byte) (T, error) {
+	var v T
+	raw := b.Get(key)
+	if raw == nil {
+		return v, ErrNotFound
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return v, fmt.Errorf("decode %T: %w", v, err)
+	}
+	return v, nil
+}
+
+func put(b interface{ Put(k, v []byte) error }, key []byte, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %T: %w", v, err)
+	}
+	return b.Put(key, raw)
+}
+
+func cat(parts ...[]byte) []byte {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	out := make([]byte, 0, n)
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
+func u64(v uint64) []byte {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], v)
+	return b[:]
+}
+
+// --- users ---
+
+// CreateUser adds a user with a unique name. ErrExists if the name is taken.
+func (tx *Tx) CreateUser(name string, now int64) (User, error) {
+	names := tx.bucket(bucketUserNames)
+	if names.Get([]byte(name)) != nil {
+		return User{}, fmt.Errorf("user %q: %w", name, ErrExists)
+	}
+	u := User{ID: NewID(), Name: name, CreatedAt: now}
+	if err := put(tx.bucket(bucketUsers), []byte(u.ID), u); err != nil {
+		return User{}, err
+	}
+	return u, names.Put([]byte(name), []byte(u.ID))
+}
+
+// PutUser overwrites an existing user record (for example to set a password).
+func (tx *Tx) PutUser(u User) error {
+	if tx.bucket(bucketUsers).Get([]byte(u.ID)) == nil {
+		return fmt.Errorf("user %s: %w", u.ID, ErrNotFound)
+	}
+	return put(tx.bucket(bucketUsers), []byte(u.ID), u)
+}
+
+// User returns the user with the given id.
+func (tx *Tx) User(id string) (User, error) {
+	return get[User](tx.bucket(bucketUsers), []byte(id))
+}
+
+// UserByName returns the user with the given name.
+func (tx *Tx) UserByName(name string) (User, error) {
+	id := tx.bucket(bucketUserNames).Get([]byte(name))
+	if id == nil {
+		return User{}, fmt.Errorf("user %q: %w", name, ErrNotFound)
+	}
+	return tx.User(string(id))
+}
+
+// Users lists every user, ordered by name.
+func (tx *Tx) Users() ([]User, error) {
+	var out []User
+	err := tx.bucket(bucketUserNames).ForEach(func(_, id []byte) error {
+		u, err := tx.User(string(id))
+		if err != nil {
+			return err
+		}
+		out = append(out, u)
+		return nil
+	})
+	return out, err
+}
+
+// --- API keys ---
+
+// PutKey stores (or overwrites) a key record under its hash.
+func (tx *Tx) PutKey(k APIKey) error {
+	return put(tx.bucket(bucketKeys), []byte(k.Hash), k)
+}
+
+// Key returns the key record stored under hash (hex SHA-256).
+func (tx *Tx) Key(hash string) (APIKey, error) {
+	return get[APIKey](tx.bucket(bucketKeys), []byte(hash))
+}
+
+// Keys returns the keys of one user, oldest first; all keys when userID is "".
+func (tx *Tx) Keys(userID string) ([]APIKey, error) {
+	var out []APIKey
+	err := tx.bucket(bucketKeys).ForEach(func(_, raw []byte) error {
+		var k APIKey
+		if err := json.Unmarshal(raw, &k); err != nil {
+			return err
+		}
+		if userID == "" || k.UserID == userID {
+			out = append(out, k)
+		}
+		return nil
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt < out[j].CreatedAt })
+	return out, err
+}
+
+// --- sessions ---
+
+// SessionIDByExternal maps a plugin's externalId to the service id.
+func (tx *Tx) SessionIDByExternal(userID, externalID string) (string, bool) {
+	v := tx.bucket(bucketExternal).Get(cat([]byte(userID), []byte(externalID)))
+	if v == nil {
+		return "", false
+	}
+	return string(v), true
+}
+
+// Session returns the session id of user userID. ErrNotFound when it does not
+// exist or belongs to somebody else.
+func (tx *Tx) Session(userID, id string) (Session, error) {
+	if len(id) != IDLen {
+		return Session{}, ErrNotFound
+	}
+	return get[Session](tx.bucket(bucketSessions), cat([]byte(userID), []byte(id)))
+}
+
+// PutSession inserts or replaces a session and maintains its external-id and
+// ordering indexes. prevUpdatedAt is the UpdatedAt the stored copy had (0 for a
+// new session), so the old ordering entry can be removed.
+func (tx *Tx) PutSession(s *Session, prevUpdatedAt int64) error {
+	uid, sid := []byte(s.UserID), []byte(s.ID)
+	if len(uid) != IDLen || len(sid) != IDLen {
+		return fmt.Errorf("put session: malformed ids %q/%q", s.UserID, s.ID)
+	}
+	if err := put(tx.bucket(bucketSessions), cat(uid, sid), s); err != nil {
+		return err
+	}
+	if err := tx.bucket(bucketExternal).Put(cat(uid, []byte(s.ExternalID)), sid); err != nil {
+		return err
+	}
+	order := tx.bucket(bucketOrder)
+	if prevUpdatedAt != 0 && prevUpdatedAt != s.UpdatedAt {
+		if err := order.Delete(cat(uid, u64(uint64(prevUpdatedAt)), sid)); err != nil {
+			return err
+		}
+	}
+	return order.Put(cat(uid, u64(uint64(s.UpdatedAt)), sid), nil)
+}
+
+// Position is a place in a user's most-recently-updated order: sessions
+// strictly older than it come next. The zero Position is the newest end.
+type Position struct {
+	UpdatedAt int64
+	ID        string
+}
+
+// RecentSessions calls fn for the user's sessions, most recently updated first,
+// starting after from, until fn returns false.
+func (tx *Tx) RecentSessions(userID string, from Position, fn func(Session) bool) error {
+	uid := []byte(userID)
+	c := tx.bucket(bucketOrder).Cursor()
+	// Seek lands on the first key >= target; the one before it is the first to
+	// return. With no position, target is past every key of this user (ids
+	// never hold 0xff).
+	target := cat(uid, bytes.Repeat([]byte{0xff}, 8+IDLen))
+	if from.ID != "" {
+		target = cat(uid, u64(uint64(from.UpdatedAt)), []byte(from.ID))
+	}
+	k, _ := c.Seek(target)
+	if k == nil {
+		k, _ = c.Last()
+	} else {
+		k, _ = c.Prev()
+	}
+	sessions := tx.bucket(bucketSessions)
+	for ; k != nil && bytes.HasPrefix(k, uid); k, _ = c.Prev() {
+		sid := k[len(uid)+8:]
+		s, err := get[Session](sessions, cat(uid, sid))
+		if err != nil {
+			return fmt.Errorf("session %s in order index: %w", sid, err)
+		}
+		if !fn(s) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// Sessions calls fn for every session of the user in id order (cheaper than
+// RecentSessions when order does not matter).
+func (tx *Tx) Sessions(userID string, fn func(Session) error) error {
+	uid := []byte(userID)
+	c := tx.bucket(bucketSessions).Cursor()
+	for k, v := c.Seek(uid); k != nil && bytes.HasPrefix(k, uid); k, v = c.Next() {
+		var s Session
+		if err := json.Unmarshal(v, &s); err != nil {
+			return fmt.Errorf("decode session %s: %w", k[IDLen:], err)
+		}
+		if err := fn(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ExternalSessionIDs returns every externalId of the user's sessions.
+func (tx *Tx) ExternalSessionIDs(userID string) []string {
+	uid := []byte(userID)
+	out := []string{}
+	c := tx.bucket(bucketExternal).Cursor()
+	for k, _ := c.Seek(uid); k != nil && bytes.HasPrefix(k, uid); k, _ = c.Next() {
+		out = append(out, string(k[IDLen:]))
+	}
+	return out
+}
+
+// --- messages ---
+
+func msgKey(userID, sessionID string, seq uint64) []byte {
+	return cat([]byte(userID), []byte(sessionID), u64(seq))
+}
+
+// MessageSeq maps a message externalId within a session to its sequence number.
+func (tx *Tx) MessageSeq(userID, sessionID, externalID string) (uint64, bool) {
+	v := tx.bucket(bucketMsgExt).Get(cat([]byte(userID), []byte(sessionID), []byte(externalID)))
+	if len(v) != 8 {
+		return 0, false
+	}
+	return binary.BigEndian.Uint64(v), true
+}
+
+// Message returns one message by sequence number.
+func (tx *Tx) Message(userID, sessionID string, seq uint64) (Message, error) {
+	return get[Message](tx.bucket(bucketMessages), msgKey(userID, sessionID, seq))
+}
+
+// PutMessage inserts or replaces a message and its externalId index entry.
+func (tx *Tx) PutMessage(m *Message) error {
+	if len(m.UserID) != IDLen || len(m.SessionID) != IDLen {
+		return fmt.Errorf("put message: malformed ids %q/%q", m.UserID, m.SessionID)
+	}
+	if err := put(tx.bucket(bucketMessages), msgKey(m.UserID, m.SessionID, m.Seq), m); err != nil {
+		return err
+	}
+	return tx.bucket(bucketMsgExt).Put(cat([]byte(m.UserID), []byte(m.SessionID), []byte(m.ExternalID)), u64(m.Seq))
+}
+
+// Messages calls fn for each message of a session in creation order.
+func (tx *Tx) Messages(userID, sessionID string, fn func(Message) error) error {
+	prefix := cat([]byte(userID), []byte(sessionID))
+	if len(prefix) != 2*IDLen {
+		return nil
+	}
+	c := tx.bucket(bucketMessages).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		var m Message
+		if err := json.Unmarshal(v, &m); err != nil {
+			return fmt.Errorf("decode message %x: %w", k, err)
+		}
+		if err := fn(m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// --- outbox ---
+
+// Dirty is an outbox entry: a session whose derived data (index, vectors) is stale.
+type Dirty struct {
+	UserID, SessionID string
+	Version           uint64
+}
+
+// MarkDirty puts the session on the outbox with a fresh version.
+func (tx *Tx) MarkDirty(userID, sessionID string) error {
+	b := tx.bucket(bucketOutbox)
+	v, err := b.NextSequence()
+	if err != nil {
+		return err
+	}
+	return b.Put(cat([]byte(userID), []byte(sessionID)), u64(v))
+}
+
+// DirtySessions returns up to limit outbox entries (0 = all).
+func (tx *Tx) DirtySessions(limit int) []Dirty {
+	var out []Dirty
+	c := tx.bucket(bucketOutbox).Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if len(k) != 2*IDLen || len(v) != 8 {
+			continue
+		}
+		out = append(out, Dirty{UserID: string(k[:IDLen]), SessionID: string(k[IDLen:]), Version: binary.BigEndian.Uint64(v)})
+		if limit > 0 && len(out) == limit {
+			break
+		}
+	}
+	return out
+}
+
+// OutboxLen is the number of dirty sessions.
+func (tx *Tx) OutboxLen() int { return tx.bucket(bucketOutbox).Stats().KeyN }
+
+// ClearDirty removes the entry only if it still has version d.Version, so a
+// write that arrived while the session was being indexed keeps it dirty.
+func (tx *Tx) ClearDirty(d Dirty) error {
+	b := tx.bucket(bucketOutbox)
+	key := cat([]byte(d.UserID), []byte(d.SessionID))
+	v := b.Get(key)
+	if len(v) == 8 && binary.BigEndian.Uint64(v) == d.Version {
+		return b.Delete(key)
+	}
+	return nil
+}
+
+// --- metadata ---
+
+// Meta reads a metadata value (nil if unset).
+func (tx *Tx) Meta(key string) []byte {
+	v := tx.bucket(bucketMeta).Get([]byte(key))
+	return bytes.Clone(v)
+}
+
+// SetMeta writes a metadata value.
+func (tx *Tx) SetMeta(key string, value []byte) error {
+	return tx.bucket(bucketMeta).Put([]byte(key), value)
+}
