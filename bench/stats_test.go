@@ -65,19 +65,18 @@ func TestRegIncBeta(t *testing.T) {
 	tests := []struct {
 		a, b, x, want float64
 	}{
-		{1, 1, 0.3, 0.3},                                    // I_x(1,1) = x
-		{3, 1, 0.5, 0.125},                                  // I_x(a,1) = x^a
-		{1, 4, 0.5, 1 - 0.0625},                             // I_x(1,b) = 1-(1-x)^b
-		{7, 7, 0.5, 0.5},                                    // symmetric at x = 1/2
-		{2, 3, 0.4, 0.5248},                                 // I_x(2,3) = 6x^2 - 8x^3 + 3x^4 = 0.96 - 0.512 + 0.0768
-		{0.5, 0.5, 0.3, 0.369010119565545},                  // arcsine distribution: (2/pi) asin(sqrt(x))
-		{5, 0.5, 0.9, 0.316642915020012},                    // x above the switch-over point
-		{10, 20, 0.2, 0.0492635173042125},                   // lower tail
-		{100, 200, 0.35, 0.732571464957544},                 // large parameters
-		{2, 2, 0, 0},                                        // edges
-		{2, 2, 1, 1},                                        // edges
-		{2, 2, -0.5, 0},                                     // clamped
-		{50000, 0.5, 100000.0 / 100004, 0.0455029634575064}, // t=2, df=100000
+		{1, 1, 0.3, 0.3},                    // I_x(1,1) = x
+		{3, 1, 0.5, 0.125},                  // I_x(a,1) = x^a
+		{1, 4, 0.5, 1 - 0.0625},             // I_x(1,b) = 1-(1-x)^b
+		{7, 7, 0.5, 0.5},                    // symmetric at x = 1/2
+		{2, 3, 0.4, 0.5248},                 // I_x(2,3) = 6x^2 - 8x^3 + 3x^4 = 0.96 - 0.512 + 0.0768
+		{0.5, 0.5, 0.3, 0.369010119565545},  // arcsine distribution: (2/pi) asin(sqrt(x))
+		{5, 0.5, 0.9, 0.316642915020012},    // x above the switch-over point
+		{10, 20, 0.2, 0.0492635173042125},   // lower tail
+		{100, 200, 0.35, 0.732571464957544}, // large parameters
+		{2, 2, 0, 0},                        // edges
+		{2, 2, 1, 1},                        // edges
+		{2, 2, -0.5, 0},                     // clamped
 	}
 	for _, tt := range tests {
 		if got := regIncBeta(tt.a, tt.b, tt.x); math.Abs(got-tt.want) > 1e-12 {
@@ -89,6 +88,27 @@ func TestRegIncBeta(t *testing.T) {
 		want := 2 / math.Pi * math.Asin(math.Sqrt(x))
 		if got := regIncBeta(0.5, 0.5, x); math.Abs(got-want) > 1e-12 {
 			t.Errorf("I_%v(1/2, 1/2) = %.15f, want %.15f", x, got, want)
+		}
+	}
+}
+
+func TestLogBeta(t *testing.T) {
+	// log B(a, b) from mpmath.log(mpmath.beta(a, b)) at 40 digits,
+	// one case per branch of logBeta.
+	tests := []struct {
+		a, b, want float64
+	}{
+		{2, 3, -2.484906649788000310},    // log(1/12); both small
+		{0.5, 0.5, 1.144729885849400174}, // log(pi)
+		{0.5, 50000, -4.83752169928044151},
+		{50000, 0.5, -4.83752169928044151},
+		{3, 40, -10.4469739585416671},
+		{12.5, 30, -25.90868399131007541},
+		{50000, 50000, -69318.86243051325144},
+	}
+	for _, tt := range tests {
+		if got := logBeta(tt.a, tt.b); math.Abs(got-tt.want) > 1e-14*math.Max(1, math.Abs(tt.want)) {
+			t.Errorf("logBeta(%v, %v) = %.16g, want %.16g", tt.a, tt.b, got, tt.want)
 		}
 	}
 }
@@ -109,12 +129,13 @@ func TestStudentTwoSided(t *testing.T) {
 		{1.5, 1, 0.374334083621998}, // Cauchy: 1 - 2 atan(1.5)/pi
 		{0, 4, 1},
 		{1.96, 6000, 0.050042008035913273}, // close to the normal's 0.05
+		{2, 100000, 0.045502963457506463},  // a = 50000: needs 1-x without cancellation
 		{40, 3, 3.4380680789158528e-5},
 		{math.Inf(1), 3, 0},
 	}
 	for _, tt := range tests {
 		got := studentTwoSided(tt.t, tt.df)
-		if math.Abs(got-tt.want) > 1e-10*math.Max(1, tt.want) {
+		if math.Abs(got-tt.want) > 1e-11*tt.want { // relative
 			t.Errorf("p(|T| >= %v; df=%v) = %.15g, want %.15g", tt.t, tt.df, got, tt.want)
 		}
 	}
@@ -200,8 +221,18 @@ func TestPairedRandomizationExact(t *testing.T) {
 			// d = 0.1,-0.05,0.3,0.1, observed |sum| = 0.45. Reaching 0.45:
 			// +0.1+0.05+0.3+0.1 = 0.55, +0.1-0.05+0.3+0.1 = 0.45, and their
 			// negations: p = 4/16.
-			name: "mixed signs, observed sum needs the tolerance", a: []float64{0.8, 0.6, 0.9, 0.4}, b: []float64{0.7, 0.65, 0.6, 0.3},
+			name: "mixed signs", a: []float64{0.8, 0.6, 0.9, 0.4}, b: []float64{0.7, 0.65, 0.6, 0.3},
 			meanDiff: 0.1125, p: 0.25,
+		},
+		{
+			// d = -0.5, 0.4, 0.5, 0.3 in exact arithmetic (in floating point
+			// -0.49999999999999994 and 0.30000000000000004), observed sum 0.7.
+			// With negated sets {} -> 1.7, {0.5} -> 0.7 (twice), {0.4} -> 0.9,
+			// {0.3} -> 1.1 and the complements of those five, 10 of the 16
+			// assignments reach 0.7: p = 10/16. Two of them reach it only up
+			// to rounding, which the comparison must tolerate.
+			name: "ties up to rounding", a: []float64{0.2, 0.5, 0.9, 0.4}, b: []float64{0.7, 0.1, 0.4, 0.1},
+			meanDiff: 0.175, p: 0.625,
 		},
 		{
 			// d = 1..5: only all-plus and all-minus reach |15|: p = 2/32.

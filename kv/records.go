@@ -117,21 +117,21 @@ type Part struct {
 
 // Message is one message of a session, kept in the order it was first received.
 type Message struct {
-	ID                string  `json:"id"`
-	UserID            string  `json:"userId"`
-	SessionID         string  `json:"sessionId"`
-	Seq               uint64  `json:"seq"`
-	ExternalID        string  `json:"externalId"`
-	Role              string  `json:"role"`
-	Parts             []Part  `json:"parts,omitempty"`
-	TextContent       *string `json:"textContent,omitempty"`
-	Model             string  `json:"model,omitempty"`
-	Source            string  `json:"source,omitempty"`
-	PromptTokens      *int64  `json:"promptTokens,omitempty"`
-	CompletionTokens  *int64  `json:"completionTokens,omitempty"`
-	DurationMs        *int64  `json:"durationMs,omitempty"`
-	CreatedAt         int64   `json:"createdAt"`
-	UpdatedAt         int64   `json:"updatedAt"`
+	ID               string  `json:"id"`
+	UserID           string  `json:"userId"`
+	SessionID        string  `json:"sessionId"`
+	Seq              uint64  `json:"seq"`
+	ExternalID       string  `json:"externalId"`
+	Role             string  `json:"role"`
+	Parts            []Part  `json:"parts,omitempty"`
+	TextContent      *string `json:"textContent,omitempty"`
+	Model            string  `json:"model,omitempty"`
+	Source           string  `json:"source,omitempty"`
+	PromptTokens     *int64  `json:"promptTokens,omitempty"`
+	CompletionTokens *int64  `json:"completionTokens,omitempty"`
+	DurationMs       *int64  `json:"durationMs,omitempty"`
+	CreatedAt        int64   `json:"createdAt"`
+	UpdatedAt        int64   `json:"updatedAt"`
 }
 
 // Roles a message can have.

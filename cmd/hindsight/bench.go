@@ -2,10 +2,108 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/hindsight-dev/hindsight/bench"
 )
 
+const benchUsage = `bench ingest [--batch-messages N] [--batch-size N] [--singles N] [--concurrency C] [--seed S] [--json]`
+
 func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return &usageError{fmt.Sprintf("bench: not built yet %v", args)}
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "Usage: hindsight "+benchUsage)
+		return &usageError{"bench needs a subcommand: ingest"}
+	}
+	switch args[0] {
+	case "ingest":
+		return benchIngest(ctx, args[1:], stdout, stderr)
+	}
+	return &usageError{fmt.Sprintf("unknown bench %q", args[0])}
+}
+
+// benchServer starts a Hindsight on a loopback port over a fresh data
+// directory, with a user and key, and rate limiting off (the bench measures
+// capacity, not policy). The returned stop closes it.
+func benchServer(ctx context.Context, dir string, log zerolog.Logger) (*bench.Client, *app, func(), error) {
+	cfg := serveConfig{Data: dir}
+	a, err := buildApp(cfg, log)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if _, err := a.accounts.CreateUser(ctx, "bench"); err != nil {
+		a.Close(ctx)
+		return nil, nil, nil, err
+	}
+	key, _, err := a.accounts.CreateKey(ctx, "bench", "bench")
+	if err != nil {
+		a.Close(ctx)
+		return nil, nil, nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		a.Close(ctx)
+		return nil, nil, nil, err
+	}
+	srv := &http.Server{Handler: a.handler}
+	go srv.Serve(ln)
+	c := &bench.Client{URL: "http://" + ln.Addr().String(), Key: key, HTTP: &http.Client{
+		Timeout:   2 * time.Minute,
+		Transport: &http.Transport{MaxIdleConnsPerHost: 256},
+	}}
+	stop := func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+		a.Close(sctx)
+	}
+	return c, a, stop, nil
+}
+
+func benchIngest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("bench ingest", benchUsage, stderr)
+	var o bench.IngestOptions
+	fs.IntVar(&o.BatchMessages, "batch-messages", 50_000, "messages sent in the batch phase")
+	fs.IntVar(&o.BatchSize, "batch-size", 500, "messages per /sync/batch")
+	fs.IntVar(&o.Singles, "singles", 20_000, "single-message POSTs in the single phase")
+	fs.IntVar(&o.Concurrency, "concurrency", 32, "concurrent clients in the single phase")
+	fs.Uint64Var(&o.Seed, "seed", 1, "generator seed (same seed, same traffic)")
+	asJSON := fs.Bool("json", false, "print one JSON object instead of the table and progress")
+	dirFlag := fs.String("dir", "", "scratch directory on the disk to measure (default: a temp dir)")
+	if _, err := parse(fs, args); err != nil {
+		return err
+	}
+	dir := *dirFlag
+	if dir == "" {
+		d, err := os.MkdirTemp("", "hindsight-bench-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	}
+	if !*asJSON {
+		o.Progress = stderr
+	}
+	c, _, stop, err := benchServer(ctx, dir+"/data", zerolog.Nop())
+	if err != nil {
+		return err
+	}
+	defer stop()
+	res, err := bench.RunIngest(ctx, c, dir, o)
+	if err != nil {
+		return fmt.Errorf("bench ingest: %w", err)
+	}
+	if *asJSON {
+		return json.NewEncoder(stdout).Encode(res)
+	}
+	bench.PrintIngest(stdout, res)
+	return nil
 }

@@ -1,0 +1,322 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/hindsight-dev/hindsight/progress"
+)
+
+// IngestOptions configures the ingest benchmark.
+type IngestOptions struct {
+	BatchMessages int    // messages in the batch phase (sent as /sync/batch of BatchSize); 0 = 50,000
+	BatchSize     int    // messages per /sync/batch; 0 = 500
+	Singles       int    // single-message POSTs in the single phase; 0 = 20,000
+	Concurrency   int    // clients posting singles at once; 0 = 32
+	Seed          uint64 // generator seed
+	Progress      io.Writer
+}
+
+func (o IngestOptions) withDefaults() IngestOptions {
+	if o.BatchMessages <= 0 {
+		o.BatchMessages = 50_000
+	}
+	if o.BatchSize <= 0 {
+		o.BatchSize = 500
+	}
+	if o.Singles <= 0 {
+		o.Singles = 20_000
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 32
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	return o
+}
+
+// Phase is one measured phase.
+type Phase struct {
+	Name        string        `json:"name"`
+	Messages    int           `json:"messages"`
+	Requests    int           `json:"requests"`
+	Elapsed     time.Duration `json:"elapsed_ns"`
+	MessagesPS  float64       `json:"messages_per_s"`
+	RequestsPS  float64       `json:"requests_per_s"`
+	P50, P99    time.Duration `json:"-"`
+	P50ms       float64       `json:"p50_ms"`
+	P99ms       float64       `json:"p99_ms"`
+	CeilingPS   float64       `json:"raw_bbolt_ceiling_per_s"`
+	CeilingNote string        `json:"raw_bbolt_ceiling"`
+}
+
+func (p *Phase) finish(lat []time.Duration) {
+	p.MessagesPS = float64(p.Messages) / p.Elapsed.Seconds()
+	p.RequestsPS = float64(p.Requests) / p.Elapsed.Seconds()
+	p.P50, p.P99 = Percentile(lat, 50), Percentile(lat, 99)
+	p.P50ms, p.P99ms = millis(p.P50), millis(p.P99)
+}
+
+func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// IngestResult holds both phases.
+type IngestResult struct {
+	Batch  Phase `json:"batch"`
+	Single Phase `json:"single"`
+}
+
+// Client posts to a Hindsight server with one API key.
+type Client struct {
+	URL  string
+	Key  string
+	HTTP *http.Client
+}
+
+func (c *Client) post(ctx context.Context, path string, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.Key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("POST %s: %d %s", path, resp.StatusCode, bytes.TrimSpace(b))
+	}
+	var res struct{ Errors []string }
+	if json.Unmarshal(b, &res) == nil && len(res.Errors) > 0 {
+		return fmt.Errorf("POST %s: %d entry errors, first: %s", path, len(res.Errors), res.Errors[0])
+	}
+	return nil
+}
+
+// workload pre-generates the traffic so generation is not measured.
+type workload struct {
+	batches [][]byte // /sync/batch bodies
+	singles [][]byte // /sync/message bodies
+	records [][]byte // the batch phase's messages as JSON, for the raw ceiling
+}
+
+func buildWorkload(o IngestOptions) workload {
+	g := NewGenerator(o.Seed)
+	var w workload
+	var pending []GenMessage
+	var sessions []GenSession
+	flush := func() {
+		if len(pending) == 0 {
+			return
+		}
+		b, _ := json.Marshal(map[string]any{"sessions": sessions, "messages": pending})
+		w.batches = append(w.batches, b)
+		pending, sessions = nil, nil
+	}
+	for n := 0; n < o.BatchMessages; {
+		s := g.Session(40)
+		sessions = append(sessions, s)
+		for _, m := range s.Messages {
+			if n == o.BatchMessages {
+				break
+			}
+			pending = append(pending, m)
+			rec, _ := json.Marshal(m)
+			w.records = append(w.records, rec)
+			n++
+			if len(pending) == o.BatchSize {
+				flush()
+			}
+		}
+	}
+	flush()
+	// Singles: many sessions in parallel, one message per request, the way
+	// the Claude Code and opencode plugins sync.
+	for n := 0; n < o.Singles; {
+		s := g.Session(20)
+		for _, m := range s.Messages {
+			if n == o.Singles {
+				break
+			}
+			b, _ := json.Marshal(m)
+			w.singles = append(w.singles, b)
+			n++
+		}
+	}
+	return w
+}
+
+// RunIngest replays realistic plugin traffic against c: batches of
+// BatchSize messages from one client, then single-message POSTs from
+// Concurrency clients. Each phase is followed by the raw bbolt ceiling for the
+// same records on the same disk, measured in dir.
+func RunIngest(ctx context.Context, c *Client, dir string, o IngestOptions) (IngestResult, error) {
+	o = o.withDefaults()
+	fmt.Fprintf(o.Progress, "generating %d batch messages and %d single messages (seed %d)...\n", o.BatchMessages, o.Singles, o.Seed)
+	w := buildWorkload(o)
+	var res IngestResult
+
+	// Batch phase: a few plugins uploading history at once.
+	res.Batch = Phase{Name: fmt.Sprintf("batches of %d messages", o.BatchSize), Messages: o.BatchMessages, Requests: len(w.batches)}
+	lat, elapsed, err := drive(ctx, len(w.batches), 2, o.Progress, "batch", func(i int) error {
+		return c.post(ctx, "/sync/batch", w.batches[i])
+	})
+	if err != nil {
+		return res, err
+	}
+	res.Batch.Elapsed = elapsed
+	res.Batch.finish(lat)
+	ceil, err := rawBatchCeiling(dir, w.records, o.BatchSize)
+	if err != nil {
+		return res, err
+	}
+	res.Batch.CeilingPS, res.Batch.CeilingNote = ceil, "bbolt Update per batch of the same JSON records, fsync on"
+
+	// Single phase.
+	res.Single = Phase{Name: fmt.Sprintf("single-message POSTs, %d clients", o.Concurrency), Messages: o.Singles, Requests: o.Singles}
+	lat, elapsed, err = drive(ctx, len(w.singles), o.Concurrency, o.Progress, "single", func(i int) error {
+		return c.post(ctx, "/sync/message", w.singles[i])
+	})
+	if err != nil {
+		return res, err
+	}
+	res.Single.Elapsed = elapsed
+	res.Single.finish(lat)
+	ceil, err = rawSingleCeiling(dir, w.singles, o.Concurrency)
+	if err != nil {
+		return res, err
+	}
+	res.Single.CeilingPS, res.Single.CeilingNote = ceil, fmt.Sprintf("bbolt Batch, one record per call, %d goroutines, fsync on", o.Concurrency)
+	return res, nil
+}
+
+// drive runs n requests from workers goroutines and returns per-request latency.
+func drive(ctx context.Context, n, workers int, out io.Writer, label string, do func(i int) error) ([]time.Duration, time.Duration, error) {
+	lat := make([]time.Duration, n)
+	var next, done atomic.Int64
+	var firstErr error
+	var once sync.Once
+	var wg sync.WaitGroup
+	bar := progress.New(out, label, n)
+	start := time.Now()
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				t := time.Now()
+				if err := do(i); err != nil {
+					once.Do(func() { firstErr = err })
+					return
+				}
+				lat[i] = time.Since(t)
+				bar.Set(int(done.Add(1)))
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	bar.Done()
+	if firstErr != nil {
+		return nil, 0, firstErr
+	}
+	return lat, elapsed, ctx.Err()
+}
+
+// openRaw opens a scratch bbolt file with the options kv uses.
+func openRaw(dir, name string) (*bolt.DB, func(), error) {
+	path := filepath.Join(dir, name)
+	db, err := bolt.Open(path, 0o600, &bolt.Options{FreelistType: bolt.FreelistMapType, NoFreelistSync: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	cleanup := func() { db.Close(); os.Remove(path) }
+	return db, cleanup, db.Update(func(tx *bolt.Tx) error {
+		_, err := tx.CreateBucketIfNotExists([]byte("m"))
+		return err
+	})
+}
+
+// rawBatchCeiling writes the records straight into bbolt, one transaction per
+// batch: what the disk and bbolt allow with no HTTP, decoding or indexing.
+func rawBatchCeiling(dir string, records [][]byte, size int) (float64, error) {
+	db, cleanup, err := openRaw(dir, "ceiling-batch.db")
+	if err != nil {
+		return 0, err
+	}
+	defer cleanup()
+	start := time.Now()
+	for i := 0; i < len(records); i += size {
+		end := min(i+size, len(records))
+		err := db.Update(func(tx *bolt.Tx) error {
+			b := tx.Bucket([]byte("m"))
+			for j := i; j < end; j++ {
+				if err := b.Put(fmt.Appendf(nil, "%012d", j), records[j]); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return 0, err
+		}
+	}
+	return float64(len(records)) / time.Since(start).Seconds(), nil
+}
+
+// rawSingleCeiling writes one record per call from concurrent goroutines with
+// bbolt's own Batch coalescing.
+func rawSingleCeiling(dir string, records [][]byte, workers int) (float64, error) {
+	db, cleanup, err := openRaw(dir, "ceiling-single.db")
+	if err != nil {
+		return 0, err
+	}
+	defer cleanup()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(records) {
+					return
+				}
+				_ = db.Batch(func(tx *bolt.Tx) error {
+					return tx.Bucket([]byte("m")).Put(fmt.Appendf(nil, "%012d", i), records[i])
+				})
+			}
+		}()
+	}
+	wg.Wait()
+	return float64(len(records)) / time.Since(start).Seconds(), nil
+}
+
+// PrintIngest writes the human-readable table.
+func PrintIngest(w io.Writer, r IngestResult) {
+	fmt.Fprintf(w, "%-36s %10s %10s %9s %9s %14s %8s\n", "phase", "msgs/s", "reqs/s", "p50 ms", "p99 ms", "raw bbolt/s", "ratio")
+	for _, p := range []Phase{r.Batch, r.Single} {
+		fmt.Fprintf(w, "%-36s %10.0f %10.0f %9.2f %9.2f %14.0f %8.2f\n", p.Name, p.MessagesPS, p.RequestsPS, p.P50ms, p.P99ms, p.CeilingPS, p.MessagesPS/p.CeilingPS)
+	}
+	fmt.Fprintln(w, "ratio = Hindsight messages/s over the raw bbolt ceiling for the same records in the same run.")
+}

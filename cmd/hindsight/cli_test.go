@@ -1,0 +1,103 @@
+package main
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestUsersAndKeysCommands(t *testing.T) {
+	dir := t.TempDir()
+	key := newKey(t, dir, "alice")
+
+	out, err := runCmd(t, "users", "list", "--data", dir)
+	if err != nil || !strings.Contains(out, "alice") {
+		t.Fatalf("users list = %q, %v", out, err)
+	}
+	if _, err := runCmd(t, "users", "create", "alice", "--data", dir); err == nil {
+		t.Error("creating a duplicate user succeeded")
+	}
+	if _, err := runCmd(t, "users", "create", "bad name!", "--data", dir); err == nil {
+		t.Error("an invalid user name was accepted")
+	}
+	out, err = runCmd(t, "keys", "list", "--user", "alice", "--data", dir)
+	if err != nil || !strings.Contains(out, key[:10]) || !strings.Contains(out, "active") {
+		t.Fatalf("keys list = %q, %v", out, err)
+	}
+	if strings.Contains(out, key) {
+		t.Fatal("keys list shows the whole key")
+	}
+	if _, err := runCmd(t, "keys", "revoke", key[:10], "--data", dir); err != nil {
+		t.Fatal(err)
+	}
+	out, _ = runCmd(t, "keys", "list", "--user", "alice", "--data", dir)
+	if !strings.Contains(out, "revoked") {
+		t.Fatalf("revoked key not shown as revoked: %q", out)
+	}
+	if _, err := runCmd(t, "keys", "revoke", key[:10], "--data", dir); err == nil {
+		t.Error("revoking an already revoked key succeeded")
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{}, {"nope"}, {"users"}, {"users", "create"}, {"keys", "create"}, {"keys", "list"},
+		{"keys", "revoke"}, {"serve", "--addr"}, {"serve", "extra"}, {"serve", "--log-level", "loud"},
+	} {
+		_, err := runCmd(t, args...)
+		if err == nil || exitCode(err) != 2 {
+			t.Errorf("hindsight %q: err = %v, want a usage error (exit 2)", args, err)
+		}
+	}
+	if _, err := runCmd(t, "serve", "--help"); err != nil {
+		t.Errorf("serve --help: %v", err)
+	}
+}
+
+// While serve holds the data directory, key commands work through its admin
+// socket (and never hang on the file lock).
+func TestKeysThroughRunningServer(t *testing.T) {
+	dir := t.TempDir()
+	newKey(t, dir, "alice")
+	srv := startServe(t, dir)
+
+	start := time.Now()
+	out, err := runCmd(t, "keys", "create", "--user", "alice", "--label", "second", "--data", dir)
+	if err != nil {
+		t.Fatalf("keys create against a running server: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("keys create took %v with the server running", d)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	key := lines[len(lines)-1]
+
+	get := func() int {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/api/sessions", nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := get(); code != http.StatusOK {
+		t.Fatalf("new key made through the server: status %d", code)
+	}
+	if _, err := runCmd(t, "users", "create", "bob", "--data", dir); err != nil {
+		t.Fatal(err)
+	}
+	out, err = runCmd(t, "users", "list", "--data", dir)
+	if err != nil || !strings.Contains(out, "bob") {
+		t.Fatalf("users list through server = %q, %v", out, err)
+	}
+	// Revocation through the server takes effect at once, despite its key cache.
+	if _, err := runCmd(t, "keys", "revoke", key[:10], "--data", dir); err != nil {
+		t.Fatal(err)
+	}
+	if code := get(); code != http.StatusUnauthorized {
+		t.Fatalf("revoked key: status %d, want 401", code)
+	}
+}

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMain lets a test re-run this binary as `hindsight` in a child process
+// (HINDSIGHT_TEST_RUN_MAIN=1, arguments after "--"), so crash and signal tests
+// exercise the real serve command without building a separate binary.
+func TestMain(m *testing.M) {
+	if os.Getenv("HINDSIGHT_TEST_RUN_MAIN") == "1" {
+		args := os.Args
+		for i, a := range args {
+			if a == "--" {
+				args = args[i+1:]
+				break
+			}
+		}
+		os.Args = append([]string{"hindsight"}, args...)
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// child is a `hindsight serve` running in its own process.
+type child struct {
+	cmd    *exec.Cmd
+	URL    string
+	stderr *bytes.Buffer
+}
+
+var listening = regexp.MustCompile(`listening on (http://\S+)`)
+
+// startServe starts `hindsight serve` on a free loopback port over dataDir and
+// waits until it prints its URL.
+func startServe(t *testing.T, dataDir string, extra ...string) *child {
+	t.Helper()
+	args := append([]string{"-test.run=^$", "--", "serve", "--addr", "127.0.0.1:0", "--data", dataDir, "--log-format", "json"}, extra...)
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "HINDSIGHT_TEST_RUN_MAIN=1")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &child{cmd: cmd, stderr: &bytes.Buffer{}}
+	cmd.Stderr = c.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
+				found <- m[1]
+			}
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	select {
+	case c.URL = <-found:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve did not start; stderr:\n%s", c.stderr)
+	}
+	return c
+}
+
+// runCmd runs a hindsight command in-process and returns stdout.
+func runCmd(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := run(ctx, args, &out, &errb)
+	if err != nil {
+		t.Logf("hindsight %s: %v\nstderr: %s", strings.Join(args, " "), err, errb.String())
+	}
+	return out.String(), err
+}
+
+// newKey creates a user and a key in dataDir through the CLI and returns the key.
+func newKey(t *testing.T, dataDir, user string) string {
+	t.Helper()
+	if _, err := runCmd(t, "users", "create", user, "--data", dataDir); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runCmd(t, "keys", "create", "--user", user, "--data", dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	key := lines[len(lines)-1]
+	if !strings.HasPrefix(key, "osk_") || len(key) != 36 {
+		t.Fatalf("last line of keys create is not a key: %q", key)
+	}
+	return key
+}

@@ -1,0 +1,582 @@
+package kv_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hindsight-dev/hindsight/kv"
+	"github.com/hindsight-dev/hindsight/kv/kvtest"
+)
+
+var ctx = context.Background()
+
+func TestNewID(t *testing.T) {
+	const n = 20000
+	seen := make(map[string]bool, n)
+	chars := map[rune]int{}
+	for range n {
+		id := kv.NewID()
+		if len(id) != kv.IDLen {
+			t.Fatalf("NewID() = %q: length %d, want %d", id, len(id), kv.IDLen)
+		}
+		for _, c := range id {
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
+				t.Fatalf("NewID() = %q: character %q outside [a-z0-9]", id, c)
+			}
+			chars[c]++
+		}
+		if seen[id] {
+			t.Fatalf("NewID() returned %q twice in %d calls", id, n)
+		}
+		seen[id] = true
+	}
+	if len(chars) != 36 {
+		t.Errorf("NewID used %d distinct characters in %d ids, want all 36", len(chars), n)
+	}
+	// Every character is equally likely: expected n*IDLen/36 each (about 8900).
+	// A biased generator (plain c%36 favours the first 4 characters by 1/7)
+	// would leave the +-5% band.
+	want := float64(n*kv.IDLen) / 36
+	for c, got := range chars {
+		if d := float64(got)/want - 1; d > 0.05 || d < -0.05 {
+			t.Errorf("character %q appears %d times, want about %.0f (bias %.1f%%)", c, got, want, 100*d)
+		}
+	}
+}
+
+// mustCommit runs fn in a write transaction and fails the test on error.
+func mustCommit(t *testing.T, st *kv.Store, fn func(*kv.Tx) error) {
+	t.Helper()
+	if err := st.Commit(ctx, fn); err != nil {
+		t.Fatalf("Commit: %v", err)
+	}
+}
+
+func createUsers(t *testing.T, st *kv.Store, n int) []kv.User {
+	t.Helper()
+	users := make([]kv.User, n)
+	mustCommit(t, st, func(tx *kv.Tx) error {
+		for i := range users {
+			u, err := tx.CreateUser(fmt.Sprintf("user-%d", i), 1)
+			if err != nil {
+				return err
+			}
+			users[i] = u
+		}
+		return nil
+	})
+	return users
+}
+
+// recent lists a user's sessions from a position, as "externalId" strings.
+func recent(t *testing.T, st *kv.Store, userID string, from kv.Position, max int) []kv.Session {
+	t.Helper()
+	var out []kv.Session
+	err := st.View(ctx, func(tx *kv.Tx) error {
+		return tx.RecentSessions(userID, from, func(s kv.Session) bool {
+			out = append(out, s)
+			return len(out) < max
+		})
+	})
+	if err != nil {
+		t.Fatalf("RecentSessions: %v", err)
+	}
+	return out
+}
+
+func TestRecentSessionsOrderAndUserBoundaries(t *testing.T) {
+	// Each pattern says, for the users sorted by id (key order), how many
+	// sessions each has. The empty users at the first and last key positions
+	// exercise the seek past the end of the bucket and before its start.
+	tests := []struct {
+		name   string
+		counts []int
+	}{
+		{"all users have sessions", []int{3, 1, 4, 2}},
+		{"first and last in key order are empty", []int{0, 3, 0, 2, 0}},
+		{"only the last has sessions", []int{0, 0, 5}},
+		{"only the first has sessions", []int{4, 0, 0}},
+		{"single user", []int{6}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			st := kvtest.Open(t)
+			users := createUsers(t, st, len(tc.counts))
+			sort.Slice(users, func(i, j int) bool { return users[i].ID < users[j].ID })
+			want := map[string][]string{} // user id -> session ids, newest first
+			mustCommit(t, st, func(tx *kv.Tx) error {
+				clear(want)
+				for ui, u := range users {
+					var ss []kv.Session
+					for j := range tc.counts[ui] {
+						// Some sessions share an updatedAt: order then falls back to id.
+						s := kv.Session{ID: kv.NewID(), UserID: u.ID, ExternalID: fmt.Sprintf("ext-%d", j),
+							Source: "opencode", CreatedAt: 100, UpdatedAt: int64(1000 + 10*(j/2))}
+						if err := tx.PutSession(&s, 0); err != nil {
+							return err
+						}
+						ss = append(ss, s)
+					}
+					sort.Slice(ss, func(a, b int) bool {
+						if ss[a].UpdatedAt != ss[b].UpdatedAt {
+							return ss[a].UpdatedAt > ss[b].UpdatedAt
+						}
+						return ss[a].ID > ss[b].ID
+					})
+					for _, s := range ss {
+						want[u.ID] = append(want[u.ID], s.ID)
+					}
+				}
+				return nil
+			})
+			for ui, u := range users {
+				got := recent(t, st, u.ID, kv.Position{}, 1000)
+				var ids []string
+				for _, s := range got {
+					if s.UserID != u.ID {
+						t.Fatalf("user %d (key position %d): listing holds session %s of user %s", ui, ui, s.ID, s.UserID)
+					}
+					ids = append(ids, s.ID)
+				}
+				if !slices.Equal(ids, want[u.ID]) {
+					t.Errorf("user at key position %d: RecentSessions = %v, want %v", ui, ids, want[u.ID])
+				}
+				// Resuming after each position yields exactly the rest.
+				for i, s := range got {
+					rest := recent(t, st, u.ID, kv.Position{UpdatedAt: s.UpdatedAt, ID: s.ID}, 1000)
+					var restIDs []string
+					for _, r := range rest {
+						restIDs = append(restIDs, r.ID)
+					}
+					if !slices.Equal(restIDs, want[u.ID][i+1:]) {
+						t.Errorf("user %d, after position %d: got %v, want %v", ui, i, restIDs, want[u.ID][i+1:])
+					}
+				}
+			}
+			// A user id that does not exist, sorting before and after every
+			// real one, sees nothing.
+			for _, ghost := range []string{strings.Repeat("0", kv.IDLen), strings.Repeat("z", kv.IDLen)} {
+				if got := recent(t, st, ghost, kv.Position{}, 1000); len(got) != 0 {
+					t.Errorf("unknown user %s sees %d sessions", ghost, len(got))
+				}
+			}
+		})
+	}
+}
+
+func TestPutSessionMovesOrderEntry(t *testing.T) {
+	st := kvtest.Open(t)
+	u := createUsers(t, st, 1)[0]
+	a := kv.Session{ID: kv.NewID(), UserID: u.ID, ExternalID: "a", Source: "pi", CreatedAt: 1, UpdatedAt: 10}
+	b := kv.Session{ID: kv.NewID(), UserID: u.ID, ExternalID: "b", Source: "pi", CreatedAt: 1, UpdatedAt: 20}
+	mustCommit(t, st, func(tx *kv.Tx) error {
+		if err := tx.PutSession(&a, 0); err != nil {
+			return err
+		}
+		return tx.PutSession(&b, 0)
+	})
+	if got := recent(t, st, u.ID, kv.Position{}, 10); len(got) != 2 || got[0].ExternalID != "b" {
+		t.Fatalf("before update: order %v, want b first", got)
+	}
+	prev := a.UpdatedAt
+	a.UpdatedAt = 30
+	a.Title = "moved"
+	mustCommit(t, st, func(tx *kv.Tx) error { return tx.PutSession(&a, prev) })
+	got := recent(t, st, u.ID, kv.Position{}, 10)
+	if len(got) != 2 || got[0].ExternalID != "a" || got[0].Title != "moved" || got[1].ExternalID != "b" {
+		t.Fatalf("after update: got %+v, want a (moved) then b, each once", got)
+	}
+	// kvtest's Check at cleanup verifies the old order entry is gone.
+}
+
+func TestSessionLookupsAreOwnerScoped(t *testing.T) {
+	st := kvtest.Open(t)
+	users := createUsers(t, st, 2)
+	a, b := users[0], users[1]
+	sa := kv.Session{ID: kv.NewID(), UserID: a.ID, ExternalID: "same", Source: "pi", CreatedAt: 1, UpdatedAt: 1}
+	sb := kv.Session{ID: kv.NewID(), UserID: b.ID, ExternalID: "same", Source: "pi", CreatedAt: 1, UpdatedAt: 1}
+	mustCommit(t, st, func(tx *kv.Tx) error {
+		if err := tx.PutSession(&sa, 0); err != nil {
+			return err
+		}
+		return tx.PutSession(&sb, 0)
+	})
+	err := st.View(ctx, func(tx *kv.Tx) error {
+		if _, err := tx.Session(b.ID, sa.ID); !errors.Is(err, kv.ErrNotFound) {
+			t.Errorf("Session(b, a's id) error = %v, want ErrNotFound", err)
+		}
+		if _, err := tx.Session(a.ID, "short"); !errors.Is(err, kv.ErrNotFound) {
+			t.Errorf("Session(a, malformed id) error = %v, want ErrNotFound", err)
+		}
+		if s, err := tx.Session(a.ID, sa.ID); err != nil || s.ExternalID != "same" {
+			t.Errorf("Session(a, a's id) = %+v, %v", s, err)
+		}
+		for _, tc := range []struct {
+			user kv.User
+			want string
+		}{{a, sa.ID}, {b, sb.ID}} {
+			if id, ok := tx.SessionIDByExternal(tc.user.ID, "same"); !ok || id != tc.want {
+				t.Errorf("SessionIDByExternal(%s, same) = %q, %v; want %q", tc.user.Name, id, ok, tc.want)
+			}
+			if ids := tx.ExternalSessionIDs(tc.user.ID); !slices.Equal(ids, []string{"same"}) {
+				t.Errorf("ExternalSessionIDs(%s) = %v, want [same]", tc.user.Name, ids)
+			}
+			n := 0
+			if err := tx.Sessions(tc.user.ID, func(s kv.Session) error {
+				if s.UserID != tc.user.ID {
+					t.Errorf("Sessions(%s) returned a session of %s", tc.user.ID, s.UserID)
+				}
+				n++
+				return nil
+			}); err != nil || n != 1 {
+				t.Errorf("Sessions(%s): %d sessions, err %v; want 1", tc.user.Name, n, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestMessagesInSequenceOrder(t *testing.T) {
+	st := kvtest.Open(t)
+	u := createUsers(t, st, 1)[0]
+	s := kv.Session{ID: kv.NewID(), UserID: u.ID, ExternalID: "s", Source: "pi", CreatedAt: 1, UpdatedAt: 1}
+	// Sequence numbers above 255 check the big-endian key encoding.
+	seqs := []uint64{0, 1, 2, 255, 256, 1000}
+	mustCommit(t, st, func(tx *kv.Tx) error {
+		for i := len(seqs) - 1; i >= 0; i-- { // insert out of order
+			m := kv.Message{ID: kv.NewID(), UserID: u.ID, SessionID: s.ID, Seq: seqs[i],
+				ExternalID: fmt.Sprintf("m%d", seqs[i]), Role: "user"}
+			if err := tx.PutMessage(&m); err != nil {
+				return err
+			}
+		}
+		s.MessageCount = int64(len(seqs))
+		s.NextSeq = 1001
+		return tx.PutSession(&s, 0)
+	})
+	var got []uint64
+	err := st.View(ctx, func(tx *kv.Tx) error {
+		if seq, ok := tx.MessageSeq(u.ID, s.ID, "m256"); !ok || seq != 256 {
+			t.Errorf("MessageSeq(m256) = %d, %v", seq, ok)
+		}
+		if _, ok := tx.MessageSeq(u.ID, s.ID, "nope"); ok {
+			t.Errorf("MessageSeq(nope) found a message")
+		}
+		return tx.Messages(u.ID, s.ID, func(m kv.Message) error {
+			got = append(got, m.Seq)
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, seqs) {
+		t.Errorf("Messages order = %v, want %v", got, seqs)
+	}
+}
+
+func TestClearDirtyKeepsEntryRemarkedAfterRead(t *testing.T) {
+	st := kvtest.Open(t)
+	u := createUsers(t, st, 1)[0]
+	s := kv.Session{ID: kv.NewID(), UserID: u.ID, ExternalID: "s", Source: "pi", CreatedAt: 1, UpdatedAt: 1}
+	mustCommit(t, st, func(tx *kv.Tx) error {
+		if err := tx.PutSession(&s, 0); err != nil {
+			return err
+		}
+		return tx.MarkDirty(u.ID, s.ID)
+	})
+	dirty := func() []kv.Dirty {
+		var d []kv.Dirty
+		_ = st.View(ctx, func(tx *kv.Tx) error { d = tx.DirtySessions(0); return nil })
+		return d
+	}
+	read := dirty() // the indexer reads the entry...
+	if len(read) != 1 || read[0].UserID != u.ID || read[0].SessionID != s.ID || read[0].Version == 0 {
+		t.Fatalf("DirtySessions = %+v, want one entry for the session", read)
+	}
+	// ...a new write marks the session again while it is being indexed...
+	mustCommit(t, st, func(tx *kv.Tx) error { return tx.MarkDirty(u.ID, s.ID) })
+	// ...so clearing the old version must keep it.
+	mustCommit(t, st, func(tx *kv.Tx) error { return tx.ClearDirty(read[0]) })
+	again := dirty()
+	if len(again) != 1 || again[0].Version <= read[0].Version {
+		t.Fatalf("after ClearDirty of a stale version: outbox = %+v, want the re-marked entry (version > %d)", again, read[0].Version)
+	}
+	// Clearing the current version removes it.
+	mustCommit(t, st, func(tx *kv.Tx) error { return tx.ClearDirty(again[0]) })
+	if d := dirty(); len(d) != 0 {
+		t.Fatalf("after ClearDirty of the current version: outbox = %+v, want empty", d)
+	}
+	var n int
+	_ = st.View(ctx, func(tx *kv.Tx) error { n = tx.OutboxLen(); return nil })
+	if n != 0 {
+		t.Errorf("OutboxLen = %d, want 0", n)
+	}
+}
+
+func TestDirtySessionsLimit(t *testing.T) {
+	st := kvtest.Open(t)
+	u := createUsers(t, st, 1)[0]
+	mustCommit(t, st, func(tx *kv.Tx) error {
+		for i := range 5 {
+			s := kv.Session{ID: kv.NewID(), UserID: u.ID, ExternalID: fmt.Sprint(i), Source: "pi", CreatedAt: 1, UpdatedAt: 1}
+			if err := tx.PutSession(&s, 0); err != nil {
+				return err
+			}
+			if err := tx.MarkDirty(u.ID, s.ID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	_ = st.View(ctx, func(tx *kv.Tx) error {
+		if got := len(tx.DirtySessions(2)); got != 2 {
+			t.Errorf("DirtySessions(2) returned %d entries", got)
+		}
+		if got := len(tx.DirtySessions(0)); got != 5 {
+			t.Errorf("DirtySessions(0) returned %d entries, want all 5", got)
+		}
+		if got := tx.OutboxLen(); got != 5 {
+			t.Errorf("OutboxLen = %d, want 5", got)
+		}
+		return nil
+	})
+}
+
+var errBoom = errors.New("boom")
+
+// TestCommitGroupFailureIsolated queues many concurrent Commits behind a
+// blocked one so they share a transaction, with one of them failing. The
+// failing call gets its own error and its write is rolled back; every other
+// call succeeds and its write lands exactly once.
+func TestCommitGroupFailureIsolated(t *testing.T) {
+	st := kvtest.Open(t)
+	const n = 64
+	const failing = n / 2
+	for attempt := 1; ; attempt++ {
+		var mu sync.Mutex
+		txs := make([][]*kv.Tx, n) // every *Tx a call ran with; kept alive so addresses stay distinct
+		release := make(chan struct{})
+		blockerDone := make(chan error, 1)
+		go func() {
+			blockerDone <- st.Commit(ctx, func(tx *kv.Tx) error {
+				<-release
+				return nil
+			})
+		}()
+		errs := make([]error, n)
+		var queued, wg sync.WaitGroup
+		queued.Add(n)
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				queued.Done()
+				errs[i] = st.Commit(ctx, func(tx *kv.Tx) error {
+					mu.Lock()
+					txs[i] = append(txs[i], tx)
+					mu.Unlock()
+					if err := tx.SetMeta(fmt.Sprintf("a%d/k%d", attempt, i), []byte(fmt.Sprint(i))); err != nil {
+						return err
+					}
+					if i == failing {
+						return fmt.Errorf("call %d: %w", i, errBoom)
+					}
+					return nil
+				})
+			}()
+		}
+		queued.Wait()
+		time.Sleep(50 * time.Millisecond) // let every goroutine reach the queue
+		close(release)
+		wg.Wait()
+		if err := <-blockerDone; err != nil {
+			t.Fatalf("blocking commit: %v", err)
+		}
+		for i, err := range errs {
+			if i == failing {
+				if !errors.Is(err, errBoom) {
+					t.Fatalf("failing call returned %v, want its own error", err)
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatalf("call %d failed with %v although only call %d returned an error", i, err, failing)
+			}
+		}
+		_ = st.View(ctx, func(tx *kv.Tx) error {
+			for i := range n {
+				v := tx.Meta(fmt.Sprintf("a%d/k%d", attempt, i))
+				if i == failing && v != nil {
+					t.Errorf("the failing call's write was committed: %q", v)
+				}
+				if i != failing && string(v) != fmt.Sprint(i) {
+					t.Errorf("call %d: meta = %q, want %q", i, v, fmt.Sprint(i))
+				}
+			}
+			return nil
+		})
+		// Was the failing call really grouped with others? (Its first Tx is
+		// shared with the first run of at least one other call.)
+		grouped := false
+		for i := range n {
+			if i != failing && len(txs[i]) > 0 && txs[i][0] == txs[failing][0] {
+				grouped = true
+			}
+		}
+		if grouped {
+			return
+		}
+		if attempt == 5 {
+			t.Fatalf("in %d attempts the failing call never shared a transaction with another call; group commit is not exercised", attempt)
+		}
+	}
+}
+
+func TestCommitCancelledContextDoesNotRun(t *testing.T) {
+	st := kvtest.Open(t)
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	ran := false
+	err := st.Commit(cctx, func(tx *kv.Tx) error { ran = true; return nil })
+	if !errors.Is(err, context.Canceled) || ran {
+		t.Fatalf("Commit with a cancelled context: err %v, ran %v; want context.Canceled and not run", err, ran)
+	}
+	if err := st.View(cctx, func(tx *kv.Tx) error { return nil }); !errors.Is(err, context.Canceled) {
+		t.Fatalf("View with a cancelled context: %v", err)
+	}
+}
+
+// TestCommitAfterCloseReturnsErrClosed: a write after Close must fail with
+// ErrClosed, never hang waiting for a committer that has exited.
+func TestCommitAfterCloseReturnsErrClosed(t *testing.T) {
+	st, err := kv.Open(t.TempDir(), kv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	for i := range 50 {
+		done := make(chan error, 1)
+		go func() { done <- st.Commit(ctx, func(tx *kv.Tx) error { return nil }) }()
+		select {
+		case err := <-done:
+			if !errors.Is(err, kv.ErrClosed) {
+				t.Fatalf("Commit %d after Close = %v, want ErrClosed", i, err)
+			}
+		case <-time.After(2 * time.Second):
+			t.Fatalf("Commit %d after Close hung (queued for a committer that has exited)", i)
+		}
+	}
+}
+
+func TestOpenLockedDataFile(t *testing.T) {
+	dir := t.TempDir()
+	st, err := kv.Open(dir, kv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	start := time.Now()
+	_, err = kv.Open(dir, kv.Options{LockTimeout: 100 * time.Millisecond})
+	if !errors.Is(err, kv.ErrLocked) {
+		t.Fatalf("second Open of a locked file = %v, want ErrLocked", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("second Open took %v; the lock timeout is 100ms", d)
+	}
+}
+
+func TestCreateUser(t *testing.T) {
+	st := kvtest.Open(t)
+	mustCommit(t, st, func(tx *kv.Tx) error { _, err := tx.CreateUser("ann", 5); return err })
+	err := st.Commit(ctx, func(tx *kv.Tx) error { _, err := tx.CreateUser("ann", 6); return err })
+	if !errors.Is(err, kv.ErrExists) {
+		t.Fatalf("duplicate CreateUser = %v, want ErrExists", err)
+	}
+	_ = st.View(ctx, func(tx *kv.Tx) error {
+		u, err := tx.UserByName("ann")
+		if err != nil || len(u.ID) != kv.IDLen || u.CreatedAt != 5 {
+			t.Errorf("UserByName(ann) = %+v, %v", u, err)
+		}
+		if _, err := tx.UserByName("bob"); !errors.Is(err, kv.ErrNotFound) {
+			t.Errorf("UserByName(bob) = %v, want ErrNotFound", err)
+		}
+		if us, err := tx.Users(); err != nil || len(us) != 1 {
+			t.Errorf("Users() = %+v, %v", us, err)
+		}
+		return nil
+	})
+	if err := st.Commit(ctx, func(tx *kv.Tx) error {
+		return tx.PutUser(kv.User{ID: kv.NewID(), Name: "ghost"})
+	}); !errors.Is(err, kv.ErrNotFound) {
+		t.Errorf("PutUser of an unknown id = %v, want ErrNotFound", err)
+	}
+}
+
+// TestCheckDetectsViolations shows the invariants kvtest relies on are
+// really checked (it uses a plain store: kvtest would fail this test).
+func TestCheckDetectsViolations(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(tx *kv.Tx, u kv.User) error
+		want  string
+	}{
+		{"messageCount differs from stored messages", func(tx *kv.Tx, u kv.User) error {
+			s := kv.Session{ID: kv.NewID(), UserID: u.ID, ExternalID: "x", CreatedAt: 1, UpdatedAt: 1, MessageCount: 2}
+			return tx.PutSession(&s, 0)
+		}, "messageCount 2, stored 0"},
+		{"session of a user that does not exist", func(tx *kv.Tx, u kv.User) error {
+			s := kv.Session{ID: kv.NewID(), UserID: kv.NewID(), ExternalID: "x", CreatedAt: 1, UpdatedAt: 1}
+			return tx.PutSession(&s, 0)
+		}, "has no owning user"},
+		{"stale order entry", func(tx *kv.Tx, u kv.User) error {
+			s := kv.Session{ID: kv.NewID(), UserID: u.ID, ExternalID: "x", CreatedAt: 1, UpdatedAt: 1}
+			if err := tx.PutSession(&s, 0); err != nil {
+				return err
+			}
+			s.UpdatedAt = 2
+			return tx.PutSession(&s, 0) // wrong prev: the old order entry stays
+		}, "order index has 2 entries for 1 sessions"},
+		{"outbox entry naming no session", func(tx *kv.Tx, u kv.User) error {
+			return tx.MarkDirty(u.ID, kv.NewID())
+		}, "names no session"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			st, err := kv.Open(t.TempDir(), kv.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			if err := st.Check(); err != nil {
+				t.Fatalf("Check on an empty store: %v", err)
+			}
+			mustCommit(t, st, func(tx *kv.Tx) error {
+				u, err := tx.CreateUser("u", 1)
+				if err != nil {
+					return err
+				}
+				return tc.setup(tx, u)
+			})
+			err = st.Check()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Check() = %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
