@@ -14,6 +14,7 @@ import (
 
 	"github.com/hindsight-dev/hindsight/ingest"
 	"github.com/hindsight-dev/hindsight/kv"
+	"github.com/hindsight-dev/hindsight/ranking"
 )
 
 // Authenticator maps a presented API key to its user id.
@@ -31,6 +32,7 @@ type Config struct {
 	Auth    Authenticator
 	Ingest  *ingest.Service
 	Records Records
+	Search  *ranking.Engine
 	Limits  ingest.Limits
 	// RatePerSecond and RateBurst configure the per-key token bucket;
 	// RatePerSecond 0 disables rate limiting.
@@ -75,6 +77,8 @@ func (s *Server) Install(r *mux.Router) {
 	api("/api/sessions", s.listSessions, http.MethodGet)
 	api("/api/sessions/get", s.getSession, http.MethodGet)
 	api("/api/stats", s.stats, http.MethodGet)
+	api("/api/search", s.search, http.MethodGet)
+	api("/api/context", s.context, http.MethodGet)
 }
 
 // Handler wraps a router in the middleware every response passes through. The

@@ -12,8 +12,19 @@ import (
 // Service applies validated sync writes to the store. It is safe for
 // concurrent use; concurrent writes are group-committed by kv.
 type Service struct {
-	store *kv.Store
-	now   func() time.Time
+	store   *kv.Store
+	now     func() time.Time
+	onWrite func()
+}
+
+// OnWrite registers f to be called after every committed write that put work
+// on the outbox (the indexing pipeline's Notify). Call it before serving.
+func (s *Service) OnWrite(f func()) { s.onWrite = f }
+
+func (s *Service) notify() {
+	if s.onWrite != nil {
+		s.onWrite()
+	}
 }
 
 // NewService returns a Service writing to store. now may be nil (time.Now).
@@ -69,6 +80,7 @@ func (s *Service) Session(ctx context.Context, userID string, in SessionIn) (str
 	if err != nil {
 		return "", fmt.Errorf("sync session %s: %w", in.ExternalID, err)
 	}
+	s.notify()
 	return id, nil
 }
 
@@ -88,6 +100,7 @@ func (s *Service) Message(ctx context.Context, userID string, in MessageIn) (str
 	if err != nil {
 		return "", fmt.Errorf("sync message %s: %w", in.ExternalID, err)
 	}
+	s.notify()
 	return id, nil
 }
 
@@ -117,6 +130,7 @@ func (s *Service) Batch(ctx context.Context, userID string, b Batch) (BatchResul
 	if err != nil {
 		return BatchResult{}, fmt.Errorf("sync batch: %w", err)
 	}
+	s.notify()
 	return res, nil
 }
 

@@ -34,7 +34,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // capacity, not policy). The returned stop closes it.
 func benchServer(ctx context.Context, dir string, log zerolog.Logger) (*bench.Client, *app, func(), error) {
 	cfg := serveConfig{Data: dir}
-	a, err := buildApp(cfg, log)
+	a, err := buildApp(ctx, cfg, log)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -54,6 +54,12 @@ func benchServer(ctx context.Context, dir string, log zerolog.Logger) (*bench.Cl
 	}
 	srv := &http.Server{Handler: a.handler}
 	go srv.Serve(ln)
+	bgCtx, stopBg := context.WithCancel(context.Background())
+	bgDone := make(chan struct{})
+	go func() {
+		defer close(bgDone)
+		a.start(bgCtx)
+	}()
 	c := &bench.Client{URL: "http://" + ln.Addr().String(), Key: key, HTTP: &http.Client{
 		Timeout:   2 * time.Minute,
 		Transport: &http.Transport{MaxIdleConnsPerHost: 256},
@@ -62,6 +68,8 @@ func benchServer(ctx context.Context, dir string, log zerolog.Logger) (*bench.Cl
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		srv.Shutdown(sctx)
+		stopBg()
+		<-bgDone
 		a.Close(sctx)
 	}
 	return c, a, stop, nil

@@ -18,8 +18,10 @@ import (
 
 	"github.com/hindsight-dev/hindsight/accounts"
 	"github.com/hindsight-dev/hindsight/httpd"
+	"github.com/hindsight-dev/hindsight/index"
 	"github.com/hindsight-dev/hindsight/ingest"
 	"github.com/hindsight-dev/hindsight/kv"
+	"github.com/hindsight-dev/hindsight/ranking"
 )
 
 // serveConfig is everything `serve` reads from flags and the environment.
@@ -99,11 +101,16 @@ func newLogger(format, level string, w io.Writer) (zerolog.Logger, error) {
 // app is a wired Hindsight: the parts serve runs, built so tests can drive them.
 type app struct {
 	store    *kv.Store
+	index    *index.Index
 	accounts *accounts.Accounts
 	ingest   *ingest.Service
+	pipeline *ingest.Pipeline
+	search   *ranking.Engine
 	api      *httpd.Server
 	handler  http.Handler
 	log      zerolog.Logger
+	// needsRebuild: the index is new or incomplete and start must rebuild it.
+	needsRebuild bool
 }
 
 func openStore(dir string) (*kv.Store, error) {
@@ -114,16 +121,24 @@ func openStore(dir string) (*kv.Store, error) {
 	return st, err
 }
 
-func buildApp(cfg serveConfig, log zerolog.Logger) (*app, error) {
+func buildApp(ctx context.Context, cfg serveConfig, log zerolog.Logger) (*app, error) {
 	st, err := openStore(cfg.Data)
 	if err != nil {
 		return nil, err
 	}
-	a := &app{store: st, log: log}
+	idx, rebuild, err := openIndex(ctx, cfg.Data, st, log)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	a := &app{store: st, index: idx, log: log, needsRebuild: rebuild}
 	a.accounts = accounts.New(st, nil)
 	a.ingest = ingest.NewService(st, nil)
+	a.pipeline = ingest.NewPipeline(st, idx, ingest.PipelineOptions{Logger: log})
+	a.ingest.OnWrite(a.pipeline.Notify)
+	a.search = ranking.New(idx, nil, nil, ranking.Options{})
 	a.api = httpd.New(httpd.Config{
-		Auth: a.accounts, Ingest: a.ingest, Records: st, Limits: cfg.Limits,
+		Auth: a.accounts, Ingest: a.ingest, Records: st, Search: a.search, Limits: cfg.Limits,
 		RatePerSecond: cfg.Rate, RateBurst: cfg.Burst, Logger: log,
 	})
 	r := mux.NewRouter()
@@ -132,8 +147,23 @@ func buildApp(cfg serveConfig, log zerolog.Logger) (*app, error) {
 	return a, nil
 }
 
+// start runs the background work: the index rebuild when needed, then the
+// outbox drain. The API answers meanwhile. It returns when ctx ends.
+func (a *app) start(ctx context.Context) {
+	if a.needsRebuild {
+		a.log.Info().Msg("building the full-text index from the records")
+		if err := rebuildIndex(ctx, a.store, a.pipeline, logProgress(a.log, "indexing sessions")); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			a.log.Error().Err(err).Msg("index rebuild failed; it is retried at the next start (or run hindsight reindex)")
+		}
+	}
+	a.pipeline.Run(ctx)
+}
+
 func (a *app) Close(ctx context.Context) error {
-	return errors.Join(a.accounts.Flush(ctx), a.store.Close())
+	return errors.Join(a.accounts.Flush(ctx), a.index.Close(), a.store.Close())
 }
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -145,12 +175,23 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	a, err := buildApp(cfg, log)
+	a, err := buildApp(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
+	bgCtx, stopBg := context.WithCancel(context.Background())
+	bgDone := make(chan struct{})
+	go func() {
+		defer close(bgDone)
+		a.start(bgCtx)
+	}()
+	stopBackground := func() {
+		stopBg()
+		<-bgDone
+	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
+		stopBackground()
 		a.Close(context.Background())
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
@@ -177,6 +218,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	for {
 		select {
 		case err := <-errc:
+			stopBackground()
 			a.Close(context.Background())
 			return fmt.Errorf("serve: %w", err)
 		case <-flush.C:
@@ -198,6 +240,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		admin.Shutdown(sctx)
 		os.Remove(adminPath)
 	}
+	// Writes are done: let the indexer finish its step, then stop it. What is
+	// still on the outbox is indexed at the next start.
+	stopBackground()
 	if err := a.Close(sctx); err != nil {
 		return fmt.Errorf("close: %w", err)
 	}

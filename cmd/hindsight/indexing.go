@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/hindsight-dev/hindsight/index"
+	"github.com/hindsight-dev/hindsight/ingest"
+	"github.com/hindsight-dev/hindsight/kv"
+)
+
+// The index is derived data: kv records whether it is complete, so a missing,
+// unreadable or half-rebuilt index is rebuilt from the records at start.
+const indexStateKey = "index.state"
+
+// openIndex opens the full-text index under dataDir, starting over when the
+// directory is unreadable. rebuild says whether it must be rebuilt from kv.
+func openIndex(ctx context.Context, dataDir string, st *kv.Store, log zerolog.Logger) (*index.Index, bool, error) {
+	dir := filepath.Join(dataDir, "index")
+	_, statErr := os.Stat(dir)
+	idx, err := index.Open(dir, index.Options{Logger: log})
+	if err != nil && statErr == nil {
+		log.Warn().Err(err).Str("dir", dir).Msg("full-text index cannot be opened; rebuilding it from the records")
+		if rmErr := os.RemoveAll(dir); rmErr != nil {
+			return nil, false, fmt.Errorf("remove unreadable index %s: %w", dir, rmErr)
+		}
+		idx, err = index.Open(dir, index.Options{Logger: log})
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("open index %s: %w", dir, err)
+	}
+	var state string
+	if err := st.View(ctx, func(tx *kv.Tx) error {
+		state = string(tx.Meta(indexStateKey))
+		return nil
+	}); err != nil {
+		idx.Close()
+		return nil, false, err
+	}
+	return idx, statErr != nil || state != "ready", nil
+}
+
+func setIndexState(ctx context.Context, st *kv.Store, state string) error {
+	return st.Commit(ctx, func(tx *kv.Tx) error { return tx.SetMeta(indexStateKey, []byte(state)) })
+}
+
+// rebuildIndex re-indexes every session; onProgress sees (done, total).
+func rebuildIndex(ctx context.Context, st *kv.Store, p *ingest.Pipeline, onProgress func(done, total int)) error {
+	if err := setIndexState(ctx, st, "rebuilding"); err != nil {
+		return err
+	}
+	if err := p.Rebuild(ctx, onProgress); err != nil {
+		return fmt.Errorf("rebuild index: %w", err)
+	}
+	return setIndexState(ctx, st, "ready")
+}
+
+// logProgress returns a progress callback that logs at most every 2 seconds.
+func logProgress(log zerolog.Logger, what string) func(done, total int) {
+	start, last := time.Now(), time.Time{}
+	return func(done, total int) {
+		if done == total || time.Since(last) > 2*time.Second {
+			last = time.Now()
+			log.Info().Int("done", done).Int("total", total).Dur("elapsed", time.Since(start)).Msg(what)
+		}
+	}
+}
+

@@ -1,0 +1,208 @@
+package httpd
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/hindsight-dev/hindsight/index"
+	"github.com/hindsight-dev/hindsight/ingest"
+	"github.com/hindsight-dev/hindsight/kv"
+	"github.com/hindsight-dev/hindsight/ranking"
+)
+
+// MaxQueryBytes bounds the q parameter; longer queries are a 400 rather than
+// silently cut, so a client knows its query was not run as sent.
+const MaxQueryBytes = 16 << 10
+
+// parseSearch turns the request into a ranking.Query; nothing after it reads
+// the URL again.
+func parseSearch(r *http.Request) (ranking.Query, error) {
+	v := r.URL.Query()
+	q := ranking.Query{UserID: UserID(r.Context()), Text: strings.TrimSpace(v.Get("q"))}
+	if q.Text == "" {
+		return q, errBadRequest("q is required: pass the search text as ?q=")
+	}
+	if len(q.Text) > MaxQueryBytes {
+		return q, errBadRequest("q is longer than 16 KiB: shorten the query")
+	}
+	mode := v.Get("type")
+	if mode == "" {
+		mode = v.Get("mode")
+	}
+	m, err := ranking.ParseMode(mode)
+	if err != nil {
+		return q, errBadRequest(err.Error())
+	}
+	q.Mode = m
+	if q.Limit, err = intParam(r, "limit", 20, 100); err != nil {
+		return q, err
+	}
+	switch e := v.Get("explain"); e {
+	case "", "false", "0":
+	case "true", "1":
+		q.Explain = true
+	default:
+		return q, errBadRequest("explain must be true or false")
+	}
+	return q, nil
+}
+
+type searchItem struct {
+	sessionView
+	Score     *float64     `json:"score,omitempty"`
+	Snippet   *string      `json:"snippet,omitempty"`
+	MatchedIn []string     `json:"matchedIn,omitempty"`
+	Legs      *explainLegs `json:"legs,omitempty"`
+}
+
+type explainLegs struct {
+	Text   *ranking.Leg `json:"text,omitempty"`
+	Vector *ranking.Leg `json:"vector,omitempty"`
+}
+
+// searchError maps ranking and index errors to client errors.
+func searchError(err error) error {
+	switch {
+	case errors.Is(err, ranking.ErrNoEmbedder):
+		return errBadRequest(err.Error())
+	case errors.Is(err, index.ErrBadQuery):
+		return errBadRequest(err.Error())
+	}
+	return err
+}
+
+// search: GET /api/search?q=&type=fulltext|semantic|hybrid&limit=&explain=.
+func (s *Server) search(w http.ResponseWriter, r *http.Request) error {
+	q, err := parseSearch(r)
+	if err != nil {
+		return err
+	}
+	res, err := s.cfg.Search.Search(r.Context(), q)
+	if err != nil {
+		return searchError(err)
+	}
+	items := make([]searchItem, 0, len(res.Results))
+	err = s.cfg.Records.View(r.Context(), func(tx *kv.Tx) error {
+		for _, hit := range res.Results {
+			sess, err := tx.Session(q.UserID, hit.SessionID)
+			if errors.Is(err, kv.ErrNotFound) {
+				continue // deleted after it was indexed
+			}
+			if err != nil {
+				return err
+			}
+			it := searchItem{sessionView: viewSession(sess)}
+			if q.Mode != ranking.FullText {
+				it.AltID = sess.ID
+			}
+			if q.Explain {
+				score, snippet := hit.Score, hit.Snippet
+				it.Score, it.Snippet, it.MatchedIn = &score, &snippet, hit.MatchedIn
+				if it.MatchedIn == nil {
+					it.MatchedIn = []string{}
+				}
+				if hit.Text != nil || hit.Vector != nil {
+					it.Legs = &explainLegs{Text: hit.Text, Vector: hit.Vector}
+				}
+			}
+			items = append(items, it)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if res.Degraded != "" {
+		w.Header().Set("X-Search-Degraded", res.Degraded)
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"results": items})
+}
+
+// context: GET /api/context?q=&limit=&format=text|messages&maxChars=.
+func (s *Server) context(w http.ResponseWriter, r *http.Request) error {
+	v := r.URL.Query()
+	text := strings.TrimSpace(v.Get("q"))
+	if text == "" {
+		return errBadRequest("q is required: pass the natural-language query as ?q=")
+	}
+	if len(text) > MaxQueryBytes {
+		return errBadRequest("q is longer than 16 KiB: shorten the query")
+	}
+	limit, err := intParam(r, "limit", 5, 50)
+	if err != nil {
+		return err
+	}
+	maxChars, err := intParam(r, "maxChars", 12000, 200_000)
+	if err != nil {
+		return err
+	}
+	format := v.Get("format")
+	if format == "" {
+		format = "text"
+	}
+	if format != "text" && format != "messages" {
+		return errBadRequest("format must be text or messages")
+	}
+	uid := UserID(r.Context())
+	hits, degraded, err := s.cfg.Search.ContextSessions(r.Context(), uid, text, limit)
+	if err != nil {
+		return searchError(err)
+	}
+	var sessions []ranking.ContextSession
+	err = s.cfg.Records.View(r.Context(), func(tx *kv.Tx) error {
+		for _, h := range hits {
+			d, err := ingest.LoadDoc(tx, uid, h.SessionID)
+			if err != nil {
+				return err
+			}
+			if d.Deleted {
+				continue
+			}
+			cs := ranking.ContextSession{SessionID: d.SessionID, Title: d.Session.Title, Model: d.Session.Model,
+				Project: firstNonEmpty(d.Session.ProjectName, d.Session.ProjectPath)}
+			seen := map[int]bool{}
+			for _, ord := range h.Ordinals {
+				if ord < 0 || ord >= len(d.Chunks) {
+					continue // the index is a step behind the records
+				}
+				ex := d.Chunks[ord].Exchange
+				if seen[ex] {
+					continue
+				}
+				seen[ex] = true
+				e := d.Exchanges[ex]
+				ce := ranking.ContextExchange{Position: ex}
+				if e.User != "" {
+					ce.Turns = append(ce.Turns, ranking.Turn{Role: "user", Content: e.User})
+				}
+				if e.Assistant != "" {
+					ce.Turns = append(ce.Turns, ranking.Turn{Role: "assistant", Content: e.Assistant})
+				}
+				cs.Exchanges = append(cs.Exchanges, ce)
+			}
+			sessions = append(sessions, cs)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	body, msgs, n := ranking.Assemble(text, sessions, maxChars)
+	if degraded != "" {
+		w.Header().Set("X-Search-Degraded", degraded)
+	}
+	if format == "messages" {
+		return writeJSON(w, http.StatusOK, map[string]any{"messages": msgs, "sessionCount": n})
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"text": body, "sessionCount": n})
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}

@@ -1,0 +1,356 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/hindsight-dev/hindsight/index"
+	"github.com/hindsight-dev/hindsight/kv"
+)
+
+// TextIndex is the write side of the full-text index the pipeline feeds.
+// *index.Index satisfies it.
+type TextIndex interface {
+	Put(ctx context.Context, sessions []index.Session) error
+	Delete(ctx context.Context, userID string, sessionIDs []string) error
+}
+
+// Stage is a step after full-text indexing that must also accept a session
+// before its outbox entry is cleared (the embedding stage). Sessions that
+// no longer exist arrive with Deleted set.
+type Stage interface {
+	Process(ctx context.Context, docs []Doc) error
+}
+
+// Doc is one session as the pipeline hands it to index and stages.
+type Doc struct {
+	UserID, SessionID string
+	Deleted           bool
+	Session           kv.Session
+	Exchanges         []Exchange
+	Chunks            []Chunk
+}
+
+// PipelineOptions tunes the indexer; zero values take defaults.
+type PipelineOptions struct {
+	// Debounce is how long the indexer waits after a write before draining, so
+	// a burst of single-message syncs to one session is indexed once. 0 = 200ms.
+	Debounce time.Duration
+	// BatchSize is how many dirty sessions one drain step indexes. 0 = 256.
+	BatchSize int
+	// Backoff bounds the retry delay after a failed step. 0 = 30s.
+	MaxBackoff time.Duration
+	Logger     zerolog.Logger
+}
+
+// Pipeline drains kv's outbox into the text index and the stages.
+//
+// Drain indexes each dirty session and removes its outbox entry only after
+// the text index and every stage accepted it, and only if no newer write
+// marked it again meanwhile. After a crash a session may be indexed twice;
+// Put and the stages are idempotent, so that is safe.
+type Pipeline struct {
+	store  *kv.Store
+	index  TextIndex
+	stages []Stage
+	opts   PipelineOptions
+	log    zerolog.Logger
+	wake   chan struct{}
+
+	mu      sync.Mutex
+	lag     []time.Duration // recent index lags (write -> searchable), for the bench
+	lastErr error
+	indexed uint64
+}
+
+// NewPipeline returns a pipeline; call Run to start it.
+func NewPipeline(store *kv.Store, idx TextIndex, opts PipelineOptions, stages ...Stage) *Pipeline {
+	if opts.Debounce <= 0 {
+		opts.Debounce = 200 * time.Millisecond
+	}
+	if opts.BatchSize <= 0 {
+		opts.BatchSize = 256
+	}
+	if opts.MaxBackoff <= 0 {
+		opts.MaxBackoff = 30 * time.Second
+	}
+	return &Pipeline{store: store, index: idx, stages: stages, opts: opts, log: opts.Logger, wake: make(chan struct{}, 1)}
+}
+
+// Notify tells the pipeline new work is on the outbox. It never blocks.
+func (p *Pipeline) Notify() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run drains the outbox until ctx ends. It drains once at start (work left by
+// a crash), then after every Notify (debounced), and polls every few seconds
+// in case a notification was missed.
+func (p *Pipeline) Run(ctx context.Context) {
+	backoff := time.Duration(0)
+	poll := time.NewTicker(5 * time.Second)
+	defer poll.Stop()
+	for {
+		n, err := p.DrainOnce(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			backoff = min(max(2*backoff, 500*time.Millisecond), p.opts.MaxBackoff)
+			p.log.Warn().Err(err).Dur("retry_in", backoff).Msg("indexing failed; work stays queued")
+			select {
+			case <-time.After(backoff):
+			case <-ctx.Done():
+				return
+			}
+			continue
+		case n > 0:
+			backoff = 0
+			continue // more may be queued
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-poll.C:
+		case <-p.wake:
+			// Debounce: let a burst of writes to the same sessions coalesce.
+			select {
+			case <-time.After(p.opts.Debounce):
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+// DrainOnce indexes up to BatchSize dirty sessions and returns how many it
+// took off the outbox.
+func (p *Pipeline) DrainOnce(ctx context.Context) (int, error) {
+	var dirty []kv.Dirty
+	var docs []Doc
+	err := p.store.View(ctx, func(tx *kv.Tx) error {
+		dirty = tx.DirtySessions(p.opts.BatchSize)
+		docs = docs[:0]
+		for _, d := range dirty {
+			doc, err := LoadDoc(tx, d.UserID, d.SessionID)
+			if err != nil {
+				return err
+			}
+			docs = append(docs, doc)
+		}
+		return nil
+	})
+	if err != nil || len(dirty) == 0 {
+		p.record(0, err)
+		return 0, err
+	}
+	if err := p.apply(ctx, docs); err != nil {
+		p.record(0, err)
+		return 0, err
+	}
+	now := time.Now()
+	err = p.store.Commit(ctx, func(tx *kv.Tx) error {
+		for _, d := range dirty {
+			if err := tx.ClearDirty(d); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		p.record(0, err)
+		return 0, fmt.Errorf("clear outbox: %w", err)
+	}
+	p.mu.Lock()
+	for _, d := range docs {
+		// Imports carry historical times; only live writes say something about lag.
+		if lag := now.Sub(time.UnixMilli(d.Session.UpdatedAt)); !d.Deleted && lag >= 0 && lag < time.Hour {
+			p.lag = append(p.lag, lag)
+		}
+	}
+	if len(p.lag) > 100_000 {
+		p.lag = p.lag[len(p.lag)-50_000:]
+	}
+	p.mu.Unlock()
+	p.record(len(dirty), nil)
+	return len(dirty), nil
+}
+
+// apply writes docs to the index, then to each stage.
+func (p *Pipeline) apply(ctx context.Context, docs []Doc) error {
+	var put []index.Session
+	deleted := map[string][]string{}
+	for _, d := range docs {
+		if d.Deleted {
+			deleted[d.UserID] = append(deleted[d.UserID], d.SessionID)
+			continue
+		}
+		put = append(put, IndexSession(d))
+	}
+	if len(put) > 0 {
+		if err := p.index.Put(ctx, put); err != nil {
+			return fmt.Errorf("index %d sessions: %w", len(put), err)
+		}
+	}
+	for uid, ids := range deleted {
+		if err := p.index.Delete(ctx, uid, ids); err != nil {
+			return fmt.Errorf("unindex %d sessions: %w", len(ids), err)
+		}
+	}
+	for _, s := range p.stages {
+		if err := s.Process(ctx, docs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// LoadDoc reads one session and its messages and derives its searchable
+// exchanges and chunks. A session that no longer exists gives Deleted.
+func LoadDoc(tx *kv.Tx, userID, sessionID string) (Doc, error) {
+	d := Doc{UserID: userID, SessionID: sessionID}
+	s, err := tx.Session(userID, sessionID)
+	if errors.Is(err, kv.ErrNotFound) {
+		d.Deleted = true
+		return d, nil
+	}
+	if err != nil {
+		return d, err
+	}
+	d.Session = s
+	var msgs []kv.Message
+	if err := tx.Messages(userID, sessionID, func(m kv.Message) error {
+		msgs = append(msgs, m)
+		return nil
+	}); err != nil {
+		return d, err
+	}
+	d.Exchanges = Exchanges(msgs)
+	d.Chunks = Chunks(d.Exchanges)
+	return d, nil
+}
+
+// IndexSession is the index document for a loaded session.
+func IndexSession(d Doc) index.Session {
+	is := index.Session{UserID: d.UserID, SessionID: d.SessionID, Title: d.Session.Title}
+	body := make([]byte, 0, 1024)
+	for i, e := range d.Exchanges {
+		if i > 0 {
+			body = append(body, "\n\n"...)
+		}
+		body = append(body, e.Text()...)
+	}
+	is.Body = string(body)
+	for _, c := range d.Chunks {
+		is.Chunks = append(is.Chunks, index.Chunk{Ordinal: c.Ordinal, Text: c.Text})
+	}
+	return is
+}
+
+func (p *Pipeline) record(n int, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.indexed += uint64(n)
+	p.lastErr = err
+}
+
+// Status reports progress, for /ready, metrics and the bench.
+type Status struct {
+	Indexed uint64
+	LastErr error
+}
+
+// Status returns counters and the last error (nil when the last step worked).
+func (p *Pipeline) Status() Status {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return Status{Indexed: p.indexed, LastErr: p.lastErr}
+}
+
+// Lags returns and forgets the recorded write-to-indexed delays.
+func (p *Pipeline) Lags() []time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l := p.lag
+	p.lag = nil
+	return l
+}
+
+// WaitIdle blocks until the outbox is empty (tests and the bench use it).
+func (p *Pipeline) WaitIdle(ctx context.Context) error {
+	for {
+		var n int
+		if err := p.store.View(ctx, func(tx *kv.Tx) error {
+			n = len(tx.DirtySessions(1))
+			return nil
+		}); err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+		p.Notify()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// Rebuild indexes every session of every user from kv, in batches, calling
+// progress(done, total) as it goes. The server runs it when the index is new
+// or was lost; `hindsight reindex` runs it on demand.
+func (p *Pipeline) Rebuild(ctx context.Context, progress func(done, total int)) error {
+	var refs [][2]string
+	err := p.store.View(ctx, func(tx *kv.Tx) error {
+		users, err := tx.Users()
+		if err != nil {
+			return err
+		}
+		for _, u := range users {
+			if err := tx.Sessions(u.ID, func(s kv.Session) error {
+				refs = append(refs, [2]string{u.ID, s.ID})
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	const step = 500
+	for i := 0; i < len(refs); i += step {
+		end := min(i+step, len(refs))
+		var docs []Doc
+		err := p.store.View(ctx, func(tx *kv.Tx) error {
+			for _, r := range refs[i:end] {
+				d, err := LoadDoc(tx, r[0], r[1])
+				if err != nil {
+					return err
+				}
+				docs = append(docs, d)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if err := p.apply(ctx, docs); err != nil {
+			return err
+		}
+		if progress != nil {
+			progress(end, len(refs))
+		}
+	}
+	return nil
+}
