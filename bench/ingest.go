@@ -84,7 +84,8 @@ type Client struct {
 	HTTP *http.Client
 }
 
-func (c *Client) post(ctx context.Context, path string, body []byte) error {
+// Post sends body to path and fails on a non-200 or on entry errors.
+func (c *Client) Post(ctx context.Context, path string, body []byte) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL+path, bytes.NewReader(body))
 	if err != nil {
 		return err
@@ -173,7 +174,7 @@ func RunIngest(ctx context.Context, c *Client, dir string, o IngestOptions) (Ing
 	// Batch phase: a few plugins uploading history at once.
 	res.Batch = Phase{Name: fmt.Sprintf("batches of %d messages", o.BatchSize), Messages: o.BatchMessages, Requests: len(w.batches)}
 	lat, elapsed, err := drive(ctx, len(w.batches), 2, o.Progress, "batch", func(i int) error {
-		return c.post(ctx, "/sync/batch", w.batches[i])
+		return c.Post(ctx, "/sync/batch", w.batches[i])
 	})
 	if err != nil {
 		return res, err
@@ -189,7 +190,7 @@ func RunIngest(ctx context.Context, c *Client, dir string, o IngestOptions) (Ing
 	// Single phase.
 	res.Single = Phase{Name: fmt.Sprintf("single-message POSTs, %d clients", o.Concurrency), Messages: o.Singles, Requests: o.Singles}
 	lat, elapsed, err = drive(ctx, len(w.singles), o.Concurrency, o.Progress, "single", func(i int) error {
-		return c.post(ctx, "/sync/message", w.singles[i])
+		return c.Post(ctx, "/sync/message", w.singles[i])
 	})
 	if err != nil {
 		return res, err

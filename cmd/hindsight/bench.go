@@ -13,9 +13,11 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hindsight-dev/hindsight/bench"
+	"github.com/hindsight-dev/hindsight/ingest"
 )
 
-const benchUsage = `bench ingest [--batch-messages N] [--batch-size N] [--singles N] [--concurrency C] [--seed S] [--json]`
+const benchUsage = `bench ingest    [--batch-messages N] [--batch-size N] [--singles N] [--concurrency C] [--seed S] [--json]
+       bench relevance --dataset DIR [--modes fulltext] [--max-docs N] [--max-queries N] [--split NAME] [--via inprocess|http] [--out DIR] [--json]`
 
 func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
@@ -25,15 +27,18 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	switch args[0] {
 	case "ingest":
 		return benchIngest(ctx, args[1:], stdout, stderr)
+	case "relevance":
+		return benchRelevance(ctx, args[1:], stdout, stderr)
 	}
-	return &usageError{fmt.Sprintf("unknown bench %q", args[0])}
+	fmt.Fprintln(stderr, "Usage: hindsight "+benchUsage)
+	return &usageError{fmt.Sprintf("unknown bench %q (ingest or relevance)", args[0])}
 }
 
 // benchServer starts a Hindsight on a loopback port over a fresh data
 // directory, with a user and key, and rate limiting off (the bench measures
 // capacity, not policy). The returned stop closes it.
 func benchServer(ctx context.Context, dir string, log zerolog.Logger) (*bench.Client, *app, func(), error) {
-	cfg := serveConfig{Data: dir}
+	cfg := serveConfig{Data: dir, Limits: ingest.DefaultLimits()}
 	a, err := buildApp(ctx, cfg, log)
 	if err != nil {
 		return nil, nil, nil, err

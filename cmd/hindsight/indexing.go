@@ -70,4 +70,3 @@ func logProgress(log zerolog.Logger, what string) func(done, total int) {
 		}
 	}
 }
-

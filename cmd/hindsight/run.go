@@ -16,7 +16,8 @@ Usage:
   hindsight serve  [--addr 127.0.0.1:7420] [--data ./hindsight-data]   run the API server
   hindsight users  create NAME | list                                   manage users
   hindsight keys   create --user NAME [--label TEXT] | list --user NAME | revoke PREFIX
-  hindsight bench  ingest [flags]                                        benchmarks (see: hindsight bench --help)
+  hindsight reindex [--data DIR]                                        rebuild the full-text index (server stopped)
+  hindsight bench  ingest|relevance [flags]                              benchmarks (see: hindsight bench)
   hindsight version
 
 Every command takes --data DIR (env HINDSIGHT_DATA, default ./hindsight-data).
@@ -57,6 +58,8 @@ func dispatch(ctx context.Context, cmd string, rest []string, stdout, stderr io.
 		return cmdUsers(ctx, rest, stdout, stderr)
 	case "keys":
 		return cmdKeys(ctx, rest, stdout, stderr)
+	case "reindex":
+		return cmdReindex(ctx, rest, stdout, stderr)
 	case "bench":
 		return cmdBench(ctx, rest, stdout, stderr)
 	case "version", "--version":
