@@ -17,6 +17,7 @@ import (
 )
 
 const benchUsage = `bench ingest    [--batch-messages N] [--batch-size N] [--singles N] [--concurrency C] [--seed S] [--json]
+       bench load      [--sessions N | --grow 10000,30000,100000] [--messages M] [--concurrency C] [--users U] [--json]
        bench relevance --dataset DIR [--modes fulltext] [--max-docs N] [--max-queries N] [--split NAME] [--via inprocess|http] [--out DIR] [--json]`
 
 func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -29,6 +30,8 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return benchIngest(ctx, args[1:], stdout, stderr)
 	case "relevance":
 		return benchRelevance(ctx, args[1:], stdout, stderr)
+	case "load":
+		return benchLoad(ctx, args[1:], stdout, stderr)
 	}
 	fmt.Fprintln(stderr, "Usage: hindsight "+benchUsage)
 	return &usageError{fmt.Sprintf("unknown bench %q (ingest or relevance)", args[0])}

@@ -1,0 +1,272 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hindsight-dev/hindsight/progress"
+)
+
+// LoadTarget is the system under test, provided by the caller (cmd wires a
+// real Hindsight behind it).
+type LoadTarget struct {
+	Clients []*Client // one per user: traffic is spread over several users
+	// WaitIdle returns when everything synced is indexed.
+	WaitIdle func(ctx context.Context) error
+	// Lags returns (and forgets) write-to-searchable delays seen by the indexer.
+	Lags func() []time.Duration
+	// Search runs one query in-process for user i (the API's code path minus HTTP).
+	Search func(ctx context.Context, user int, mode, q string, k int) (int, error)
+	// Rebuild re-indexes everything from the records and returns how many sessions.
+	Rebuild func(ctx context.Context) (int, error)
+	// DiskBytes reports the size of the records file and of the index.
+	DiskBytes func() (records, index int64)
+	Modes     []string
+}
+
+// StepOptions configures RunLoad.
+type StepOptions struct {
+	Sessions    int // sessions to reach (cumulative with earlier steps)
+	Messages    int // mean messages per session
+	Concurrency int // concurrent sync clients
+	Queries     int // queries per mode and path
+	Seed        uint64
+	Progress    io.Writer
+	SkipRebuild bool
+}
+
+// LoadStep is the outcome at one size.
+type LoadStep struct {
+	Sessions        int                `json:"sessions"`
+	Messages        int                `json:"messages"`
+	IngestMsgsPS    float64            `json:"ingest_messages_per_s"`
+	IngestElapsed   float64            `json:"ingest_s"`
+	LagP50ms        float64            `json:"index_lag_p50_ms"`
+	LagP99ms        float64            `json:"index_lag_p99_ms"`
+	Query           map[string]Latency `json:"query"` // "<mode>/<inprocess|http>"
+	RebuildPS       float64            `json:"rebuild_sessions_per_s,omitempty"`
+	HeapBytes       uint64             `json:"heap_bytes"`
+	RecordsBytes    int64              `json:"records_bytes"`
+	IndexBytes      int64              `json:"index_bytes"`
+	BytesPerSession float64            `json:"disk_bytes_per_session"`
+	HeapPerSession  float64            `json:"heap_bytes_per_session"`
+}
+
+// Latency is a p50/p99 pair in milliseconds.
+type Latency struct {
+	P50ms float64 `json:"p50_ms"`
+	P99ms float64 `json:"p99_ms"`
+}
+
+// Loader grows a data set step by step; the generator state carries over so
+// each step adds new sessions.
+type Loader struct {
+	t     LoadTarget
+	gen   *Generator
+	done  int
+	msgs  int
+	rng   *rand.Rand
+	terms []string
+}
+
+// NewLoader returns a Loader for t, generating with seed.
+func NewLoader(t LoadTarget, seed uint64) *Loader {
+	return &Loader{t: t, gen: NewGenerator(seed), rng: rand.New(rand.NewPCG(seed, 7))}
+}
+
+// Step ingests sessions until the total reaches o.Sessions, then measures.
+func (l *Loader) Step(ctx context.Context, o StepOptions) (LoadStep, error) {
+	if o.Concurrency <= 0 {
+		o.Concurrency = 8
+	}
+	if o.Queries <= 0 {
+		o.Queries = 300
+	}
+	add := o.Sessions - l.done
+	st := LoadStep{}
+	if add > 0 {
+		// Pre-generate so generation is not measured; bodies hold up to ~500 messages.
+		type body struct {
+			user int
+			b    []byte
+			msgs int
+		}
+		var bodies []body
+		var batch []GenSession
+		n := 0
+		flush := func() {
+			if len(batch) == 0 {
+				return
+			}
+			var msgs []GenMessage
+			for _, s := range batch {
+				msgs = append(msgs, s.Messages...)
+			}
+			b, _ := json.Marshal(map[string]any{"sessions": batch, "messages": msgs})
+			bodies = append(bodies, body{user: len(bodies) % len(l.t.Clients), b: b, msgs: len(msgs)})
+			batch, n = nil, 0
+		}
+		for range add {
+			s := l.gen.Session(o.Messages)
+			if len(l.terms) < 2000 {
+				l.terms = append(l.terms, s.Title)
+			}
+			batch = append(batch, s)
+			n += len(s.Messages)
+			if n >= 500 {
+				flush()
+			}
+		}
+		flush()
+		l.t.Lags() // forget lags of earlier phases
+		var next, msgs atomic.Int64
+		var wg sync.WaitGroup
+		var firstErr error
+		var once sync.Once
+		bar := progress.New(o.Progress, fmt.Sprintf("ingest to %d", o.Sessions), len(bodies))
+		start := time.Now()
+		for range o.Concurrency {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					i := int(next.Add(1) - 1)
+					if i >= len(bodies) || ctx.Err() != nil {
+						return
+					}
+					b := bodies[i]
+					if err := l.t.Clients[b.user].Post(ctx, "/sync/batch", b.b); err != nil {
+						once.Do(func() { firstErr = err })
+						return
+					}
+					msgs.Add(int64(b.msgs))
+					bar.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		elapsed := time.Since(start)
+		bar.Done()
+		if firstErr != nil {
+			return st, firstErr
+		}
+		if err := l.t.WaitIdle(ctx); err != nil {
+			return st, err
+		}
+		l.done = o.Sessions
+		l.msgs += int(msgs.Load())
+		st.IngestElapsed = elapsed.Seconds()
+		st.IngestMsgsPS = float64(msgs.Load()) / elapsed.Seconds()
+		lags := l.t.Lags()
+		st.LagP50ms, st.LagP99ms = millis(Percentile(lags, 50)), millis(Percentile(lags, 99))
+	}
+	st.Sessions, st.Messages = l.done, l.msgs
+	st.Query = map[string]Latency{}
+	queries := l.queries(o.Queries)
+	for _, mode := range l.t.Modes {
+		for _, path := range []string{"inprocess", "http"} {
+			lat := make([]time.Duration, 0, len(queries))
+			for i, q := range queries {
+				user := i % len(l.t.Clients)
+				start := time.Now()
+				var err error
+				if path == "inprocess" {
+					_, err = l.t.Search(ctx, user, mode, q, 20)
+				} else {
+					err = l.t.Clients[user].search(ctx, mode, q, 20)
+				}
+				if err != nil {
+					return st, fmt.Errorf("%s query over %s: %w", mode, path, err)
+				}
+				lat = append(lat, time.Since(start))
+			}
+			st.Query[mode+"/"+path] = Latency{millis(Percentile(lat, 50)), millis(Percentile(lat, 99))}
+		}
+	}
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	st.HeapBytes = ms.HeapInuse
+	st.RecordsBytes, st.IndexBytes = l.t.DiskBytes()
+	if l.done > 0 {
+		st.BytesPerSession = float64(st.RecordsBytes+st.IndexBytes) / float64(l.done)
+		st.HeapPerSession = float64(st.HeapBytes) / float64(l.done)
+	}
+	if !o.SkipRebuild {
+		start := time.Now()
+		n, err := l.t.Rebuild(ctx)
+		if err != nil {
+			return st, fmt.Errorf("rebuild: %w", err)
+		}
+		st.RebuildPS = float64(n) / time.Since(start).Seconds()
+	}
+	return st, nil
+}
+
+// queries draws realistic query texts: titles' words, identifiers, phrases.
+func (l *Loader) queries(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		switch i % 4 {
+		case 0:
+			out[i] = genIdents[l.rng.IntN(len(genIdents))]
+		case 1:
+			t := genTopics[l.rng.IntN(len(genTopics))]
+			out[i] = t.area + " " + t.thing
+		case 2:
+			out[i] = genErrors[l.rng.IntN(len(genErrors))]
+		default:
+			if len(l.terms) > 0 {
+				out[i] = l.terms[l.rng.IntN(len(l.terms))]
+			} else {
+				out[i] = "fix the flaky test"
+			}
+		}
+	}
+	return out
+}
+
+func (c *Client) search(ctx context.Context, mode, q string, k int) error {
+	u := fmt.Sprintf("%s/api/search?type=%s&limit=%d&q=%s", c.URL, mode, k, url.QueryEscape(q))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.Key)
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusBadRequest {
+		return fmt.Errorf("search: status %d", resp.StatusCode)
+	}
+	return nil
+}
+
+// PrintLoad writes one row per step.
+func PrintLoad(w io.Writer, steps []LoadStep, modes []string) {
+	fmt.Fprintf(w, "%9s %9s %10s %9s %9s", "sessions", "messages", "ingest m/s", "lag p50", "lag p99")
+	for _, m := range modes {
+		fmt.Fprintf(w, " %19s %19s", m+" in-proc p50/p99", m+" http p50/p99")
+	}
+	fmt.Fprintf(w, " %11s %10s %10s\n", "rebuild s/s", "heap B/s", "disk B/s")
+	for _, s := range steps {
+		fmt.Fprintf(w, "%9d %9d %10.0f %7.0fms %7.0fms", s.Sessions, s.Messages, s.IngestMsgsPS, s.LagP50ms, s.LagP99ms)
+		for _, m := range modes {
+			a, b := s.Query[m+"/inprocess"], s.Query[m+"/http"]
+			fmt.Fprintf(w, " %8.2f/%8.2fms %8.2f/%8.2fms", a.P50ms, a.P99ms, b.P50ms, b.P99ms)
+		}
+		fmt.Fprintf(w, " %11.0f %10.0f %10.0f\n", s.RebuildPS, s.HeapPerSession, s.BytesPerSession)
+	}
+}
