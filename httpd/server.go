@@ -75,6 +75,8 @@ func (s *Server) Install(r *mux.Router) {
 	api("/sync/batch", s.syncBatch, http.MethodPost)
 	api("/sync/sessions/list", s.syncSessionsList, http.MethodGet)
 	api("/api/sessions", s.listSessions, http.MethodGet)
+	api("/api/sessions", s.deleteSession, http.MethodDelete)
+	api("/api/account/data", s.deleteAccountData, http.MethodDelete)
 	api("/api/sessions/get", s.getSession, http.MethodGet)
 	api("/api/stats", s.stats, http.MethodGet)
 	api("/api/search", s.search, http.MethodGet)

@@ -115,6 +115,11 @@ func (p *Pipeline) Run(ctx context.Context) {
 			backoff = 0
 			continue // more may be queued
 		}
+		// The outbox is empty: deleted sessions' index documents and vectors
+		// are gone, so their records can be purged.
+		if err := p.purge(ctx); err != nil && ctx.Err() == nil {
+			p.log.Warn().Err(err).Msg("purging deleted sessions failed; retried later")
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -210,6 +215,17 @@ func (p *Pipeline) apply(ctx context.Context, docs []Doc) error {
 		}
 	}
 	return nil
+}
+
+// purge removes deleted sessions' records in bounded transactions.
+func (p *Pipeline) purge(ctx context.Context) error {
+	for ctx.Err() == nil {
+		n, err := p.store.PurgeStep(ctx, 5000)
+		if err != nil || n == 0 {
+			return err
+		}
+	}
+	return ctx.Err()
 }
 
 // LoadDoc reads one session and its messages and derives its searchable

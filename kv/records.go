@@ -94,6 +94,9 @@ type Session struct {
 	UpdatedAt        int64   `json:"updatedAt"`
 	// NextSeq is the sequence number the next new message of this session gets.
 	NextSeq uint64 `json:"nextSeq"`
+	// Deleted marks a tombstone: the session is gone for every reader while
+	// its messages are purged in bounded transactions.
+	Deleted bool `json:"deleted,omitempty"`
 	Eval
 }
 

@@ -35,11 +35,12 @@ var (
 	bucketMessages  = []byte("messages")  // uid+sid+seq(8) -> Message
 	bucketMsgExt    = []byte("msgext")    // uid+sid+externalId -> seq(8)
 	bucketOutbox    = []byte("outbox")    // uid+sid -> version(8)
+	bucketPurge     = []byte("purge")     // uid+sid -> nil: deleted sessions whose messages are still being removed
 	bucketMeta      = []byte("meta")      // schema and component metadata
 )
 
 var allBuckets = [][]byte{bucketUsers, bucketUserNames, bucketKeys, bucketSessions, bucketExternal,
-	bucketOrder, bucketMessages, bucketMsgExt, bucketOutbox, bucketMeta}
+	bucketOrder, bucketMessages, bucketMsgExt, bucketOutbox, bucketPurge, bucketMeta}
 
 // Options configures Open.
 type Options struct {

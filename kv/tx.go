@@ -143,7 +143,11 @@ func (tx *Tx) Session(userID, id string) (Session, error) {
 	if len(id) != IDLen {
 		return Session{}, ErrNotFound
 	}
-	return get[Session](tx.bucket(bucketSessions), cat([]byte(userID), []byte(id)))
+	s, err := get[Session](tx.bucket(bucketSessions), cat([]byte(userID), []byte(id)))
+	if err == nil && s.Deleted {
+		return Session{}, ErrNotFound
+	}
+	return s, err
 }
 
 // PutSession inserts or replaces a session and maintains its external-id and
@@ -217,6 +221,9 @@ func (tx *Tx) Sessions(userID string, fn func(Session) error) error {
 		var s Session
 		if err := json.Unmarshal(v, &s); err != nil {
 			return fmt.Errorf("decode session %s: %w", k[IDLen:], err)
+		}
+		if s.Deleted {
+			continue
 		}
 		if err := fn(s); err != nil {
 			return err

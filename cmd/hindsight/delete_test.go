@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hindsight-dev/hindsight/kv"
+)
+
+// After a deletion nothing of the session can be found through any endpoint,
+// and its records and index documents are gone.
+func TestDeleteRemovesEveryTrace(t *testing.T) {
+	ta := newTestApp(t, t.TempDir())
+	key := ta.key("alice")
+	var sessions, msgs []any
+	for i := range 3 {
+		sid := fmt.Sprintf("s%d", i)
+		sessions = append(sessions, map[string]any{"externalId": sid, "title": fmt.Sprintf("session%d zebracorn", i), "model": "m", "promptTokens": 10, "completionTokens": 5, "cost": 1})
+		for j := range 30 {
+			msgs = append(msgs, msg(sid, fmt.Sprintf("m%d", j), "user", map[string]any{"textContent": fmt.Sprintf("zebracorn note %d of session%d", j, i)}))
+		}
+	}
+	ta.batch(key, map[string]any{"sessions": sessions, "messages": msgs})
+	ta.idle()
+	var list struct{ Sessions []struct{ ID, ExternalID string } }
+	_, b := ta.do(http.MethodGet, key, "/api/sessions", nil)
+	json.Unmarshal(b, &list)
+	if len(list.Sessions) != 3 {
+		t.Fatalf("setup: %s", b)
+	}
+	victim := list.Sessions[0]
+
+	for _, p := range []string{"/api/sessions", "/api/sessions?id=nope0000nope0000", "/api/sessions?id=" + victim.ID + "x"} {
+		code, b := ta.do(http.MethodDelete, key, p, nil)
+		want := http.StatusNotFound
+		if p == "/api/sessions" {
+			want = http.StatusBadRequest
+		}
+		if code != want {
+			t.Errorf("DELETE %s: %d %s, want %d", p, code, b, want)
+		}
+	}
+	other := ta.key("mallory")
+	if code, _ := ta.do(http.MethodDelete, other, "/api/sessions?id="+victim.ID, nil); code != http.StatusNotFound {
+		t.Errorf("another user deleting the session: %d, want 404", code)
+	}
+	if code, b := ta.do(http.MethodDelete, key, "/api/sessions?id="+victim.ID, nil); code != http.StatusOK {
+		t.Fatalf("delete: %d %s", code, b)
+	}
+	noTrace := func(what string, id, ext string) {
+		t.Helper()
+		if code, _ := ta.do(http.MethodGet, key, "/api/sessions/get?id="+id, nil); code != http.StatusNotFound {
+			t.Errorf("%s: get is %d", what, code)
+		}
+		for _, p := range []string{"/api/sessions?limit=500", "/sync/sessions/list", "/api/search?q=zebracorn&limit=100&explain=true",
+			"/api/context?q=zebracorn&limit=50", "/api/context?q=zebracorn&format=messages&limit=50"} {
+			_, b := ta.do(http.MethodGet, key, p, nil)
+			if strings.Contains(string(b), id) || strings.Contains(string(b), `"`+ext+`"`) || strings.Contains(string(b), "session"+ext[1:]+" ") {
+				t.Errorf("%s: %s still shows the session: %.300s", what, p, b)
+			}
+		}
+	}
+	ta.idle()
+	noTrace("right after delete", victim.ID, victim.ExternalID)
+	var stats struct{ SessionCount, MessageCount int }
+	_, b = ta.do(http.MethodGet, key, "/api/stats", nil)
+	json.Unmarshal(b, &stats)
+	if stats.SessionCount != 2 || stats.MessageCount != 60 {
+		t.Errorf("stats after delete: %s", b)
+	}
+	// The background purge removes the records; the index holds nothing of it.
+	waitFor(t, func() bool {
+		var left int
+		ta.app.store.View(context.Background(), func(tx *kv.Tx) error {
+			left = tx.PendingPurges()
+			return nil
+		})
+		return left == 0
+	})
+	ta.app.store.View(context.Background(), func(tx *kv.Tx) error {
+		u, _ := tx.UserByName("alice")
+		n := 0
+		tx.Messages(u.ID, victim.ID, func(kv.Message) error { n++; return nil })
+		if n != 0 {
+			t.Errorf("%d messages of the deleted session remain", n)
+		}
+		return nil
+	})
+	if s, c, _ := ta.app.index.Count(context.Background()); s != 2 || c != 2*30 {
+		t.Errorf("index holds %d sessions, %d chunks after deleting 1 of 3", s, c)
+	}
+	// Re-syncing the same externalId makes a new session, not a resurrection.
+	ta.batch(key, map[string]any{"sessions": []any{map[string]any{"externalId": victim.ExternalID, "title": "reborn"}}})
+	_, b = ta.do(http.MethodGet, key, "/api/sessions", nil)
+	if strings.Contains(string(b), victim.ID) || !strings.Contains(string(b), "reborn") {
+		t.Errorf("re-sync after delete: %s", b)
+	}
+
+	// Account data: every session goes, the key keeps working.
+	code, b := ta.do(http.MethodDelete, key, "/api/account/data", nil)
+	if code != http.StatusOK || !strings.Contains(string(b), `"deletedSessions":3`) {
+		t.Fatalf("delete account data: %d %s", code, b)
+	}
+	ta.idle()
+	for _, p := range []string{"/api/sessions", "/sync/sessions/list", "/api/search?q=zebracorn", "/api/stats"} {
+		code, b := ta.do(http.MethodGet, key, p, nil)
+		if code != http.StatusOK || strings.Contains(string(b), "zebracorn") || strings.Contains(string(b), `"s1"`) ||
+			strings.Contains(string(b), `"sessionCount":2`) {
+			t.Errorf("after account deletion %s: %d %.200s", p, code, b)
+		}
+	}
+	waitFor(t, func() bool {
+		s, _, _ := ta.app.index.Count(context.Background())
+		return s == 0
+	})
+	if err := ta.app.store.Check(); err != nil {
+		t.Errorf("store invariants after deletions: %v", err)
+	}
+}
+
+func waitFor(t *testing.T, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached within 10 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
