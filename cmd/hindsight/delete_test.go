@@ -27,7 +27,9 @@ func TestDeleteRemovesEveryTrace(t *testing.T) {
 	}
 	ta.batch(key, map[string]any{"sessions": sessions, "messages": msgs})
 	ta.idle()
-	var list struct{ Sessions []struct{ ID, ExternalID string } }
+	var list struct {
+		Sessions []struct{ ID, ExternalID string }
+	}
 	_, b := ta.do(http.MethodGet, key, "/api/sessions", nil)
 	json.Unmarshal(b, &list)
 	if len(list.Sessions) != 3 {
