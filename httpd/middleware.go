@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gorilla/mux"
 	"github.com/rs/zerolog"
 
 	"github.com/hindsight-dev/hindsight/accounts"
@@ -37,7 +38,7 @@ const (
 
 // reqInfo is filled in by inner middleware and read by the access log, which
 // cannot see the inner request's context.
-type reqInfo struct{ user string }
+type reqInfo struct{ user, route string }
 
 // UserID returns the authenticated user of a request ("" when none).
 func UserID(ctx context.Context) string {
@@ -138,9 +139,25 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 		if rec.status >= 500 {
 			ev = l.Error()
 		}
+		if s.cfg.Observe != nil {
+			s.cfg.Observe(info(r.Context()).route, r.Method, rec.status, time.Since(start))
+		}
 		ev.Str("method", r.Method).Str("path", r.URL.Path).Int("status", rec.status).
 			Int64("bytes", rec.bytes).Dur("duration", time.Since(start)).
 			Str("user", info(r.Context()).user).Msg("request")
+	})
+}
+
+// routeName records the matched route's template for metrics (ids in paths
+// must never become label values).
+func routeName(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rt := mux.CurrentRoute(r); rt != nil {
+			if tpl, err := rt.GetPathTemplate(); err == nil {
+				info(r.Context()).route = tpl
+			}
+		}
+		next.ServeHTTP(w, r)
 	})
 }
 

@@ -40,6 +40,10 @@ type Config struct {
 	RateBurst     int
 	Logger        zerolog.Logger
 	Now           func() time.Time
+	// Observe, when set, is told about every request (metrics).
+	Observe func(route, method string, status int, d time.Duration)
+	// Ready, when set, returns the reasons the service is not ready (none = ready).
+	Ready func(ctx context.Context) []string
 }
 
 // Server is the REST API. Install registers its routes on a router that main owns.
@@ -65,7 +69,9 @@ func New(cfg Config) *Server {
 // Install registers the API routes on r. Every route except /health requires
 // an API key.
 func (s *Server) Install(r *mux.Router) {
+	r.Use(routeName)
 	r.Handle("/health", s.handle(s.health)).Methods(http.MethodGet, http.MethodHead)
+	r.Handle("/ready", s.handle(s.ready)).Methods(http.MethodGet, http.MethodHead)
 
 	api := func(path string, h func(http.ResponseWriter, *http.Request) error, methods ...string) {
 		r.Handle(path, s.authenticated(s.handle(h))).Methods(methods...)
@@ -99,6 +105,18 @@ func (s *Server) Handler(r *mux.Router) http.Handler {
 			msg: r.Method + " is not supported on " + r.URL.Path}
 	})
 	return chain(r, s.recoverPanics, s.requestID, s.accessLog, cors)
+}
+
+// ready: 200 when the index and vector store are usable, else 503 with reasons.
+func (s *Server) ready(w http.ResponseWriter, r *http.Request) error {
+	var reasons []string
+	if s.cfg.Ready != nil {
+		reasons = s.cfg.Ready(r.Context())
+	}
+	if len(reasons) > 0 {
+		return writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "not ready", "reasons": reasons})
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"status": "ready"})
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) error {

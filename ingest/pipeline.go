@@ -46,6 +46,8 @@ type PipelineOptions struct {
 	// Backoff bounds the retry delay after a failed step. 0 = 30s.
 	MaxBackoff time.Duration
 	Logger     zerolog.Logger
+	// OnLag, when set, is told each indexed session's write-to-searchable delay.
+	OnLag func(time.Duration)
 }
 
 // Pipeline drains kv's outbox into the text index and the stages.
@@ -178,6 +180,9 @@ func (p *Pipeline) DrainOnce(ctx context.Context) (int, error) {
 		// Imports carry historical times; only live writes say something about lag.
 		if lag := now.Sub(time.UnixMilli(d.Session.UpdatedAt)); !d.Deleted && lag >= 0 && lag < time.Hour {
 			p.lag = append(p.lag, lag)
+			if p.opts.OnLag != nil {
+				p.opts.OnLag(lag)
+			}
 		}
 	}
 	if len(p.lag) > 100_000 {

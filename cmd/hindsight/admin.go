@@ -143,6 +143,13 @@ func (a *app) serveAdmin(dir string) (*http.Server, string) {
 		rec, err := ops.Revoke(r.Context(), req.Prefix)
 		reply(w, rec, err)
 	})
+	mux.HandleFunc("GET /backup", func(w http.ResponseWriter, r *http.Request) {
+		// Stream a consistent copy from one read transaction; writers go on.
+		w.Header().Set("Content-Type", "application/octet-stream")
+		if _, err := a.store.Backup(r.Context(), w); err != nil {
+			a.log.Error().Err(err).Msg("backup through the admin socket failed")
+		}
+	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
 	return srv, path

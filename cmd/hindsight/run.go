@@ -17,6 +17,8 @@ Usage:
   hindsight users  create NAME | list                                   manage users
   hindsight keys   create --user NAME [--label TEXT] | list --user NAME | revoke PREFIX
   hindsight reindex [--data DIR]                                        rebuild the full-text index (server stopped)
+  hindsight backup --out FILE [--data DIR]                              hot backup of the records (works while serving)
+  hindsight restore FILE --data DIR                                     restore a backup into an empty directory
   hindsight bench  ingest|relevance [flags]                              benchmarks (see: hindsight bench)
   hindsight version
 
@@ -60,6 +62,10 @@ func dispatch(ctx context.Context, cmd string, rest []string, stdout, stderr io.
 		return cmdKeys(ctx, rest, stdout, stderr)
 	case "reindex":
 		return cmdReindex(ctx, rest, stdout, stderr)
+	case "backup":
+		return cmdBackup(ctx, rest, stdout, stderr)
+	case "restore":
+		return cmdRestore(ctx, rest, stdout, stderr)
 	case "bench":
 		return cmdBench(ctx, rest, stdout, stderr)
 	case "version", "--version":

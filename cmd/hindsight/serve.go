@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -21,6 +22,7 @@ import (
 	"github.com/hindsight-dev/hindsight/index"
 	"github.com/hindsight-dev/hindsight/ingest"
 	"github.com/hindsight-dev/hindsight/kv"
+	"github.com/hindsight-dev/hindsight/metrics"
 	"github.com/hindsight-dev/hindsight/ranking"
 )
 
@@ -109,8 +111,12 @@ type app struct {
 	api      *httpd.Server
 	handler  http.Handler
 	log      zerolog.Logger
+	metrics  *metrics.Metrics
 	// needsRebuild: the index is new or incomplete and start must rebuild it.
 	needsRebuild bool
+	rebuilding   atomic.Bool
+	// rebuildFailed: the index is incomplete until the next start or reindex.
+	rebuildFailed atomic.Bool
 }
 
 func openStore(dir string) (*kv.Store, error) {
@@ -132,19 +138,59 @@ func buildApp(ctx context.Context, cfg serveConfig, log zerolog.Logger) (*app, e
 		return nil, err
 	}
 	a := &app{store: st, index: idx, log: log, needsRebuild: rebuild}
+	a.rebuilding.Store(rebuild)
 	a.accounts = accounts.New(st, nil)
 	a.ingest = ingest.NewService(st, nil)
-	a.pipeline = ingest.NewPipeline(st, idx, ingest.PipelineOptions{Logger: log})
+	a.metrics = metrics.New(a.metricSources())
+	a.pipeline = ingest.NewPipeline(st, idx, ingest.PipelineOptions{Logger: log, OnLag: a.metrics.ObserveLag})
 	a.ingest.OnWrite(a.pipeline.Notify)
 	a.search = ranking.New(idx, nil, nil, ranking.Options{})
 	a.api = httpd.New(httpd.Config{
 		Auth: a.accounts, Ingest: a.ingest, Records: st, Search: a.search, Limits: cfg.Limits,
 		RatePerSecond: cfg.Rate, RateBurst: cfg.Burst, Logger: log,
+		Observe: a.metrics.ObserveRequest, Ready: a.readiness,
 	})
 	r := mux.NewRouter()
 	a.api.Install(r)
+	r.Handle("/metrics", a.metrics.Handler()).Methods(http.MethodGet)
 	a.handler = a.api.Handler(r)
 	return a, nil
+}
+
+func (a *app) metricSources() metrics.Sources {
+	return metrics.Sources{
+		OutboxDepth: func() float64 {
+			var n int
+			a.store.View(context.Background(), func(tx *kv.Tx) error {
+				n = tx.OutboxLen()
+				return nil
+			})
+			return float64(n)
+		},
+		RecordsBytes: func() float64 {
+			fi, err := os.Stat(a.store.Path())
+			if err != nil {
+				return 0
+			}
+			return float64(fi.Size())
+		},
+		IndexedTotal: func() float64 { return float64(a.pipeline.Status().Indexed) },
+	}
+}
+
+// readiness lists why the service cannot fully answer yet (none = ready).
+func (a *app) readiness(ctx context.Context) []string {
+	var reasons []string
+	if a.rebuilding.Load() {
+		reasons = append(reasons, "full-text index is being rebuilt from the records")
+	}
+	if a.rebuildFailed.Load() {
+		reasons = append(reasons, "full-text index rebuild failed: restart or run hindsight reindex")
+	}
+	if err := a.pipeline.Status().LastErr; err != nil {
+		reasons = append(reasons, "indexing is failing: "+err.Error())
+	}
+	return reasons
 }
 
 // start runs the background work: the index rebuild when needed, then the
@@ -157,7 +203,9 @@ func (a *app) start(ctx context.Context) {
 				return
 			}
 			a.log.Error().Err(err).Msg("index rebuild failed; it is retried at the next start (or run hindsight reindex)")
+			a.rebuildFailed.Store(true)
 		}
+		a.rebuilding.Store(false)
 	}
 	a.pipeline.Run(ctx)
 }
