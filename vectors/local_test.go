@@ -136,7 +136,7 @@ func TestLocalMatchesReference(t *testing.T) {
 			}
 		})
 	}
-	t.Logf("min cosine to TF.js over %d cases: %.8f (%s)", len(cases), minCos, minName)
+	t.Logf("min cosine to TF.js over %d cases: %.9f (1-cos = %.2g, %s)", len(cases), minCos, 1-minCos, minName)
 }
 
 func TestLocalTokenizeMatchesReference(t *testing.T) {
@@ -168,7 +168,9 @@ func TestLocalSanity(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cos := liteCosine(v[0], v[1]); math.Abs(cos-tt.want) > 0.005 {
+			cos := liteCosine(v[0], v[1])
+			t.Logf("cosine(%q, %q) = %.4f", anchor, tt.other, cos)
+			if math.Abs(cos-tt.want) > 0.005 {
 				t.Errorf("cosine(%q, %q) = %.4f, want %.3f ± 0.005", anchor, tt.other, cos, tt.want)
 			}
 		})
