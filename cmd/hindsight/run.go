@@ -20,6 +20,7 @@ Usage:
   hindsight backup --out FILE [--data DIR]                              hot backup of the records (works while serving)
   hindsight restore FILE --data DIR                                     restore a backup into an empty directory
   hindsight bench  ingest|relevance [flags]                              benchmarks (see: hindsight bench)
+  hindsight healthcheck [--addr A]                                      exit 0 if the server answers /health (container HEALTHCHECK)
   hindsight version
 
 Every command takes --data DIR (env HINDSIGHT_DATA, default ./hindsight-data).
@@ -66,6 +67,8 @@ func dispatch(ctx context.Context, cmd string, rest []string, stdout, stderr io.
 		return cmdBackup(ctx, rest, stdout, stderr)
 	case "restore":
 		return cmdRestore(ctx, rest, stdout, stderr)
+	case "healthcheck":
+		return cmdHealthcheck(ctx, rest, stdout, stderr)
 	case "bench":
 		return cmdBench(ctx, rest, stdout, stderr)
 	case "version", "--version":

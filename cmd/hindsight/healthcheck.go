@@ -1,0 +1,40 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+)
+
+// cmdHealthcheck exits 0 when the server at --addr answers /health: the
+// container image has no shell tools, so its HEALTHCHECK runs the binary.
+func cmdHealthcheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("healthcheck", "healthcheck [--addr HOST:PORT]", stderr)
+	addr := fs.String("addr", env("HINDSIGHT_ADDR", "127.0.0.1:7420"), "address the server listens on (env HINDSIGHT_ADDR)")
+	if _, err := parse(fs, args); err != nil {
+		return err
+	}
+	host, port, err := net.SplitHostPort(*addr)
+	if err != nil {
+		return &usageError{fmt.Sprintf("--addr %q: %v", *addr, err)}
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(host, port)+"/health", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("unhealthy: %w", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("unhealthy: /health answered %d", resp.StatusCode)
+	}
+	fmt.Fprintln(stdout, "healthy")
+	return nil
+}
