@@ -38,6 +38,9 @@ type Accounts struct {
 	mu       sync.Mutex
 	cache    map[string]kv.APIKey // hash -> key, only active keys
 	lastUsed map[string]int64     // hash -> ms, not yet written
+	// gen counts revocations: a lookup that raced with one must not put the
+	// key it read before the revocation back into the cache.
+	gen uint64
 }
 
 // New returns an Accounts over store. now may be nil.
@@ -213,6 +216,7 @@ func (a *Accounts) Revoke(ctx context.Context, userID, prefix string) (kv.APIKey
 	}
 	a.mu.Lock()
 	delete(a.cache, rec.Hash)
+	a.gen++
 	a.mu.Unlock()
 	return rec, nil
 }
@@ -227,6 +231,7 @@ func (a *Accounts) Authenticate(ctx context.Context, key string) (string, error)
 	hash := Hash(key)
 	a.mu.Lock()
 	rec, ok := a.cache[hash]
+	gen := a.gen
 	a.mu.Unlock()
 	if !ok {
 		err := a.store.View(ctx, func(tx *kv.Tx) error {
@@ -250,7 +255,9 @@ func (a *Accounts) Authenticate(ctx context.Context, key string) (string, error)
 		return "", ErrUnauthorized
 	}
 	a.mu.Lock()
-	a.cache[hash] = rec
+	if a.gen == gen {
+		a.cache[hash] = rec
+	}
 	a.lastUsed[hash] = a.now().UnixMilli()
 	a.mu.Unlock()
 	return rec.UserID, nil

@@ -214,7 +214,8 @@ func (s *Server) authenticated(next http.Handler) http.Handler {
 			}
 			return
 		}
-		userID, err := s.cfg.Auth.Authenticate(r.Context(), strings.TrimSpace(key))
+		key = strings.TrimSpace(key)
+		userID, err := s.cfg.Auth.Authenticate(r.Context(), key)
 		if err != nil {
 			if err == accounts.ErrUnauthorized {
 				err = errUnauthorized("the API key is invalid or revoked")

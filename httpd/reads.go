@@ -2,7 +2,10 @@ package httpd
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
+	"regexp"
 	"net/http"
 	"strconv"
 	"strings"
@@ -107,17 +110,28 @@ func intParam(r *http.Request, name string, def, max int) (int, error) {
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(raw))
 	if err != nil {
+		// Too big for an int, or written as a decimal float (1e300, 20.0):
+		// still a whole number? Inf, NaN and hex floats are not numbers here.
 		f, ferr := strconv.ParseFloat(strings.TrimSpace(raw), 64)
-		if ferr != nil || f != float64(int64(f)) {
+		if !decimalNumber.MatchString(strings.TrimSpace(raw)) || ferr != nil && !errors.Is(ferr, strconv.ErrRange) || f != math.Trunc(f) {
 			return 0, errBadRequest(fmt.Sprintf("%s must be a whole number, got %q", name, raw))
 		}
-		n = int(min(f, float64(max)))
+		switch {
+		case f < 1:
+			n = 0
+		case f > float64(max):
+			n = max
+		default:
+			n = int(f)
+		}
 	}
 	if n < 1 {
 		return 0, errBadRequest(fmt.Sprintf("%s must be at least 1, got %d", name, n))
 	}
 	return min(n, max), nil
 }
+
+var decimalNumber = regexp.MustCompile(`^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$`)
 
 // cursor encodes a list position as "<updatedAt>.<id>".
 func formatCursor(p kv.Position) string { return strconv.FormatInt(p.UpdatedAt, 10) + "." + p.ID }

@@ -91,9 +91,10 @@ func (s *Server) Install(r *mux.Router) {
 
 // Handler wraps a router in the middleware every response passes through. The
 // order matters and is outermost first:
-//   - recoverPanics: a panic anywhere becomes a logged 500 with the request id;
 //   - requestID: every response and log line carries X-Request-Id;
-//   - accessLog: after requestID so each line has the id; sees final statuses;
+//   - accessLog: after requestID so each line has the id; sees final statuses,
+//     including the 500 of a recovered panic;
+//   - recoverPanics: a panic anywhere becomes a logged 500 with the request id;
 //   - cors: CORS headers on every response, errors and downloads included, and
 //     OPTIONS answered before routing or authentication.
 func (s *Server) Handler(r *mux.Router) http.Handler {
@@ -104,7 +105,7 @@ func (s *Server) Handler(r *mux.Router) http.Handler {
 		return &httpError{status: http.StatusMethodNotAllowed, code: "Method Not Allowed",
 			msg: r.Method + " is not supported on " + r.URL.Path}
 	})
-	return chain(r, s.recoverPanics, s.requestID, s.accessLog, cors)
+	return chain(r, s.requestID, s.accessLog, s.recoverPanics, cors)
 }
 
 // ready: 200 when the index and vector store are usable, else 503 with reasons.

@@ -332,7 +332,12 @@ func decodePart(raw json.RawMessage, limits Limits) (kv.Part, error) {
 		if len(raw) > limits.MaxPartBytes {
 			return p, invalid("%s part is %d bytes; the limit is %d", typ, len(raw), limits.MaxPartBytes)
 		}
-		p.Raw = append(json.RawMessage(nil), bytes.TrimSpace(raw)...)
+		// Invalid UTF-8 can only sit inside JSON strings, so replacing it keeps
+		// the JSON valid and every response valid UTF-8.
+		p.Raw = bytes.ToValidUTF8(bytes.TrimSpace(raw), []byte("\uFFFD"))
+		if len(p.Raw) > limits.MaxPartBytes {
+			return p, invalid("%s part is %d bytes; the limit is %d", typ, len(p.Raw), limits.MaxPartBytes)
+		}
 	}
 	return p, err
 }
@@ -430,10 +435,11 @@ func (f fields) jsonText(name string, max int) (string, error) {
 	if err := json.Compact(&buf, raw); err != nil {
 		return "", invalid("%s is not valid JSON", name)
 	}
-	if buf.Len() > max {
-		return "", invalid("%s is %d bytes; the limit is %d", name, buf.Len(), max)
+	out := bytes.ToValidUTF8(buf.Bytes(), []byte("\uFFFD"))
+	if len(out) > max {
+		return "", invalid("%s is %d bytes; the limit is %d", name, len(out), max)
 	}
-	return buf.String(), nil
+	return string(out), nil
 }
 
 // DecodeSession decodes and validates a POST /sync/session body.
@@ -492,8 +498,11 @@ func DecodeBatch(body []byte, limits Limits) (Batch, error) {
 	if n := len(lists["sessions"]) + len(lists["messages"]); n > limits.MaxBatchEntries {
 		return Batch{}, invalid("batch has %d entries; the limit is %d per request: split it", n, limits.MaxBatchEntries)
 	}
+	// createdAt is ignored on batch entries (server time is used), so a value
+	// of any type must not fail the entry.
 	for i, raw := range lists["sessions"] {
 		ef, err := object(raw, "entry", limits)
+		delete(ef.m, "createdAt")
 		var s SessionIn
 		if err == nil {
 			s, err = ef.session(limits)
@@ -506,6 +515,7 @@ func DecodeBatch(body []byte, limits Limits) (Batch, error) {
 	}
 	for i, raw := range lists["messages"] {
 		ef, err := object(raw, "entry", limits)
+		delete(ef.m, "createdAt")
 		var m MessageIn
 		if err == nil {
 			m, err = ef.message(limits)

@@ -45,6 +45,9 @@ func (s *Store) Check() error {
 			if seq, ok := tx.MessageSeq(m.UserID, m.SessionID, m.ExternalID); !ok || seq != m.Seq {
 				fail("message %s: externalId index missing or stale", m.ID)
 			}
+			if tx.bucket(bucketSessions).Get(cat([]byte(m.UserID), []byte(m.SessionID))) == nil {
+				fail("message %s belongs to no session", m.ID)
+			}
 			counts[m.UserID+m.SessionID]++
 			return nil
 		})

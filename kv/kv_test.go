@@ -551,10 +551,19 @@ func TestCheckDetectsViolations(t *testing.T) {
 			}
 			s.UpdatedAt = 2
 			return tx.PutSession(&s, 0) // wrong prev: the old order entry stays
-		}, "order index has 2 entries for 1 sessions"},
-		{"outbox entry naming no session", func(tx *kv.Tx, u kv.User) error {
-			return tx.MarkDirty(u.ID, kv.NewID())
-		}, "names no session"},
+		}, "order index has 2 entries for 1"},
+		{"stale externalId index", func(tx *kv.Tx, u kv.User) error {
+			a := kv.Session{ID: kv.NewID(), UserID: u.ID, ExternalID: "x", CreatedAt: 1, UpdatedAt: 1}
+			b := kv.Session{ID: kv.NewID(), UserID: u.ID, ExternalID: "x", CreatedAt: 1, UpdatedAt: 2}
+			if err := tx.PutSession(&a, 0); err != nil {
+				return err
+			}
+			return tx.PutSession(&b, 0) // the index now names b only
+		}, "externalId index missing or stale"},
+		{"tombstone not on the purge list", func(tx *kv.Tx, u kv.User) error {
+			s := kv.Session{ID: kv.NewID(), UserID: u.ID, ExternalID: "x", CreatedAt: 1, UpdatedAt: 1, Deleted: true}
+			return tx.PutSession(&s, 0)
+		}, "tombstone not on the purge list"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -85,7 +85,6 @@ type Session struct {
 	PromptTokens     int64   `json:"promptTokens"`
 	CompletionTokens int64   `json:"completionTokens"`
 	TotalTokens      int64   `json:"totalTokens"`
-	TotalTokensSet   bool    `json:"totalTokensSet,omitempty"` // totalTokens was given, not derived
 	Cost             float64 `json:"cost"`
 	DurationMs       int64   `json:"durationMs"`
 	MessageCount     int64   `json:"messageCount"`

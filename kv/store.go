@@ -40,7 +40,7 @@ var (
 )
 
 var allBuckets = [][]byte{bucketUsers, bucketUserNames, bucketKeys, bucketSessions, bucketExternal,
-	bucketOrder, bucketMessages, bucketMsgExt, bucketOutbox, bucketPurge, bucketMeta}
+	bucketOrder, bucketMessages, bucketMsgExt, bucketOutbox, bucketPurge, bucketMeta, bucketWebSessions}
 
 // Options configures Open.
 type Options struct {
@@ -62,6 +62,11 @@ type Store struct {
 	wg    sync.WaitGroup
 	once  sync.Once
 	group int
+
+	// mu orders Commit's enqueue against Close, so no call is queued after
+	// the committer has gone.
+	mu     sync.RWMutex
+	closed bool
 }
 
 type call struct {
@@ -125,6 +130,9 @@ func (s *Store) Path() string { return s.path }
 func (s *Store) Close() error {
 	var err error
 	s.once.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		s.mu.Unlock()
 		close(s.stop)
 		s.wg.Wait()
 		err = s.db.Close()
@@ -152,13 +160,18 @@ func (s *Store) Commit(ctx context.Context, fn func(*Tx) error) error {
 		return err
 	}
 	c := &call{fn: fn, done: make(chan error, 1)}
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return ErrClosed
+	}
 	select {
 	case s.calls <- c:
-	case <-s.stop:
-		return ErrClosed
 	case <-ctx.Done():
+		s.mu.RUnlock()
 		return ctx.Err()
 	}
+	s.mu.RUnlock()
 	// Once queued the write will be attempted; wait for its outcome even if the
 	// caller's context ends, so "cancelled" never hides a committed write.
 	return <-c.done
