@@ -299,6 +299,9 @@ func (s *Embedded) write(ctx context.Context, userID string, sessions map[string
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketVectors)
 		for _, sid := range order {
+			if err := fillKept(b, userID, sid, rows[sid], s.dim); err != nil {
+				return err
+			}
 			if err := putSession(b, userID, sid, rows[sid]); err != nil {
 				return err
 			}
@@ -329,6 +332,10 @@ func prepareRows(sid string, vs []Vector, dim int) ([]row, error) {
 		if v.Ordinal < 0 || v.Ordinal > math.MaxUint32 {
 			return nil, fmt.Errorf("%w: session %q: ordinal %d out of range", ErrInvalidVector, sid, v.Ordinal)
 		}
+		if v.Values == nil { // keep the stored vector; fillKept loads it
+			rs = append(rs, row{ord: v.Ordinal, hash: v.TextHash})
+			continue
+		}
 		if len(v.Values) != dim {
 			return nil, fmt.Errorf("session %q ordinal %d has %d dimensions, the store holds %d: %w", sid, v.Ordinal, len(v.Values), dim, ErrDimensionMismatch)
 		}
@@ -345,6 +352,31 @@ func prepareRows(sid string, vs []Vector, dim int) ([]row, error) {
 		}
 	}
 	return rs, nil
+}
+
+// fillKept loads the stored values of rows given without values, checking
+// that each is stored with the same text hash.
+func fillKept(b *bolt.Bucket, userID, sid string, rs []row, dim int) error {
+	prefix := sessionPrefix(userID, sid)
+	for i := range rs {
+		if rs[i].values != nil {
+			continue
+		}
+		raw := b.Get(binary.BigEndian.AppendUint32(bytes.Clone(prefix), uint32(rs[i].ord)))
+		if raw == nil {
+			return fmt.Errorf("%w: session %q ordinal %d: no stored vector to keep", ErrInvalidVector, sid, rs[i].ord)
+		}
+		hash, floats, err := decodeValue(raw)
+		if err != nil {
+			return fmt.Errorf("session %q ordinal %d: %w", sid, rs[i].ord, err)
+		}
+		if hash != rs[i].hash || len(floats) != 4*dim {
+			return fmt.Errorf("%w: session %q ordinal %d: stored vector has another text hash", ErrInvalidVector, sid, rs[i].ord)
+		}
+		rs[i].values = make([]float32, dim)
+		decodeFloats(rs[i].values, floats)
+	}
+	return nil
 }
 
 // normalised returns a unit-length copy of v.

@@ -91,6 +91,11 @@ type Store interface {
 	// keeps unit vectors. Every vector must have the recorded dimension
 	// (else ErrDimensionMismatch, and nothing is written); before SetMeta
 	// every Upsert fails with ErrNoMeta. The write is all or nothing.
+	//
+	// A Vector with nil Values keeps the stored vector of its ordinal, which
+	// must be stored with the same TextHash (else ErrInvalidVector and nothing
+	// is written): a session that grew by one message re-embeds only its new
+	// chunks.
 	Upsert(ctx context.Context, userID string, sessions map[string][]Vector) error
 
 	// Delete removes every vector of the given sessions of one user.

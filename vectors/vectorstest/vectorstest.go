@@ -56,6 +56,7 @@ func Run(t *testing.T, prepare func(t *testing.T) Opener) {
 		{"UpsertReplacesSession", testUpsertReplaces},
 		{"UpsertEmptyListRemovesSession", testUpsertEmptyList},
 		{"UpsertIsAllOrNothing", testAllOrNothing},
+		{"UpsertKeepsUnchangedVectors", testKeep},
 		{"InvalidVectors", testInvalid},
 		{"Delete", testDelete},
 		{"NearestOrderAndScores", testNearestScores},
@@ -257,6 +258,37 @@ func testUpsertAndHashes(t *testing.T, open Opener) {
 	upsert(t, st, "u1", map[string][]vectors.Vector{"s1": chunks("s1", vec(1), vec(0, 1), vec(0, 0, 1))})
 	if got := nearest(t, st, "u1", vec(1), 10); len(got) != 5 {
 		t.Errorf("after a repeated Upsert: %d hits, want 5: %v", len(got), got)
+	}
+}
+
+// A vector given without values keeps the stored one of that ordinal, if its
+// hash matches; a session that grew re-embeds only its new chunks.
+func testKeep(t *testing.T, open Opener) {
+	st := openReady(t, open)
+	ctx := context.Background()
+	upsert(t, st, "u1", map[string][]vectors.Vector{"s1": chunks("s1", vec(1), vec(0, 1), vec(0, 0, 1))})
+	upsert(t, st, "u1", map[string][]vectors.Vector{"s1": {
+		{Ordinal: 0, TextHash: "h-s1-0"},                             // kept
+		{Ordinal: 1, TextHash: "new-1", Values: vec(0, 0, 0, 1)},     // changed
+		{Ordinal: 3, TextHash: "h-s1-3", Values: vec(0, 0, 0, 0, 1)}, // added; ordinal 2 dropped
+	}})
+	if got, want := hashes(t, st, "u1", "s1"), map[int]string{0: "h-s1-0", 1: "new-1", 3: "h-s1-3"}; !maps.Equal(got, want) {
+		t.Errorf("Hashes after a keeping Upsert = %v, want %v", got, want)
+	}
+	if hits := nearest(t, st, "u1", vec(1), 1); len(hits) != 1 || hits[0].Ordinal != 0 || hits[0].Score < 0.999 {
+		t.Errorf("the kept vector is not searchable as before: %v", hits)
+	}
+	for _, bad := range []vectors.Vector{
+		{Ordinal: 0, TextHash: "other-hash"}, // stored with another hash
+		{Ordinal: 7, TextHash: "h-s1-7"},     // nothing stored to keep
+	} {
+		err := st.Upsert(ctx, "u1", map[string][]vectors.Vector{"s1": {bad, {Ordinal: 9, TextHash: "x", Values: vec(1, 1)}}})
+		if !errors.Is(err, vectors.ErrInvalidVector) {
+			t.Errorf("keeping %+v: err = %v, want ErrInvalidVector", bad, err)
+		}
+	}
+	if got := hashes(t, st, "u1", "s1"); len(got) != 3 || got[9] != "" {
+		t.Errorf("a refused keeping Upsert changed the session: %v", got)
 	}
 }
 
