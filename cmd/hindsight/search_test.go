@@ -31,8 +31,14 @@ type testApp struct {
 
 func newTestApp(t *testing.T, dir string) *testApp {
 	t.Helper()
+	return newTestAppWith(t, dir, semanticConfig{Embedder: "none"})
+}
+
+// newTestAppWith wires an app with the given embedder and vector store settings.
+func newTestAppWith(t *testing.T, dir string, sem semanticConfig) *testApp {
+	t.Helper()
 	ctx := context.Background()
-	a, err := buildApp(ctx, serveConfig{Data: dir}, zerolog.Nop())
+	a, err := buildApp(ctx, serveConfig{Data: dir, Semantic: sem}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -418,3 +424,5 @@ func TestIndexRebuildGivesIdenticalResults(t *testing.T) {
 		}
 	}
 }
+
+func nopLogger() zerolog.Logger { return zerolog.Nop() }

@@ -18,16 +18,19 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hindsight-dev/hindsight/accounts"
+	"github.com/hindsight-dev/hindsight/dashboard"
 	"github.com/hindsight-dev/hindsight/httpd"
 	"github.com/hindsight-dev/hindsight/index"
 	"github.com/hindsight-dev/hindsight/ingest"
 	"github.com/hindsight-dev/hindsight/kv"
 	"github.com/hindsight-dev/hindsight/metrics"
 	"github.com/hindsight-dev/hindsight/ranking"
+	"github.com/hindsight-dev/hindsight/vectors"
 )
 
 // serveConfig is everything `serve` reads from flags and the environment.
 type serveConfig struct {
+	Semantic  semanticConfig
 	Addr      string
 	Data      string
 	Limits    ingest.Limits
@@ -35,6 +38,9 @@ type serveConfig struct {
 	Burst     int
 	LogFormat string
 	LogLevel  string
+	// bcryptCost is the dashboard's password work factor; 0 = bcrypt's
+	// default. Tests lower it.
+	bcryptCost int
 }
 
 func envInt(name string, def int64) int64 {
@@ -67,6 +73,8 @@ func parseServe(args []string, stderr io.Writer) (serveConfig, error) {
 	burst := fs.Int64("rate-burst", envInt("HINDSIGHT_RATE_BURST", 1000), "requests per API key allowed in a burst (env HINDSIGHT_RATE_BURST)")
 	fs.StringVar(&c.LogFormat, "log-format", env("HINDSIGHT_LOG_FORMAT", "console"), "log format: console or json (env HINDSIGHT_LOG_FORMAT)")
 	fs.StringVar(&c.LogLevel, "log-level", env("HINDSIGHT_LOG_LEVEL", "info"), "log level: debug, info, warn, error (env HINDSIGHT_LOG_LEVEL)")
+	c.Semantic = semanticFromEnv()
+	fs.StringVar(&c.Semantic.Embedder, "embedder", c.Semantic.Embedder, "openai, local or none; default: openai when OPENAI_API_KEY is set, else local when the model is present (env HINDSIGHT_EMBEDDER)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return c, err
@@ -108,7 +116,9 @@ type app struct {
 	ingest   *ingest.Service
 	pipeline *ingest.Pipeline
 	search   *ranking.Engine
+	semantic *semantic
 	api      *httpd.Server
+	dash     *dashboard.Server
 	handler  http.Handler
 	log      zerolog.Logger
 	metrics  *metrics.Metrics
@@ -137,28 +147,64 @@ func buildApp(ctx context.Context, cfg serveConfig, log zerolog.Logger) (*app, e
 		st.Close()
 		return nil, err
 	}
-	a := &app{store: st, index: idx, log: log, needsRebuild: rebuild}
+	sem, err := openSemantic(ctx, cfg.Semantic, cfg.Data)
+	if err != nil {
+		idx.Close()
+		st.Close()
+		return nil, err
+	}
+	a := &app{store: st, index: idx, log: log, needsRebuild: rebuild, semantic: sem}
 	a.rebuilding.Store(rebuild)
 	a.accounts = accounts.New(st, nil)
 	a.ingest = ingest.NewService(st, nil)
 	a.metrics = metrics.New(a.metricSources())
-	a.pipeline = ingest.NewPipeline(st, idx, ingest.PipelineOptions{Logger: log, OnLag: a.metrics.ObserveLag})
+	var stages []ingest.Stage
+	var vs ranking.VectorSearcher
+	var emb ranking.Embedder
+	if sem.stage != nil {
+		stages = append(stages, sem.stage)
+		vs, emb = vectorSearcher{sem.store}, sem.embedder
+	}
+	a.pipeline = ingest.NewPipeline(st, idx, ingest.PipelineOptions{Logger: log, OnLag: a.metrics.ObserveLag}, stages...)
 	a.ingest.OnWrite(a.pipeline.Notify)
-	a.search = ranking.New(idx, nil, nil, ranking.Options{})
+	a.search = ranking.New(idx, vs, emb, sem.options)
 	a.api = httpd.New(httpd.Config{
 		Auth: a.accounts, Ingest: a.ingest, Records: st, Search: a.search, Limits: cfg.Limits,
 		RatePerSecond: cfg.Rate, RateBurst: cfg.Burst, Logger: log,
 		Observe: a.metrics.ObserveRequest, Ready: a.readiness,
 	})
+	a.dash, err = dashboard.New(dashboard.Config{Store: st, Accounts: a.accounts, Search: a.search, Logger: log,
+		Web: accounts.NewWeb(st, accounts.WebOptions{BcryptCost: cfg.bcryptCost})})
+	if err != nil {
+		idx.Close()
+		st.Close()
+		return nil, err
+	}
 	r := mux.NewRouter()
 	a.api.Install(r)
+	a.dash.Install(r)
 	r.Handle("/metrics", a.metrics.Handler()).Methods(http.MethodGet)
 	a.handler = a.api.Handler(r)
 	return a, nil
 }
 
 func (a *app) metricSources() metrics.Sources {
+	usage := func(f func(vectors.UsageSnapshot) float64) func() float64 {
+		if a.semantic.stage == nil {
+			return nil
+		}
+		return func() float64 { return f(a.semantic.usage.Snapshot()) }
+	}
+	var skipped func() float64
+	if a.semantic.stage != nil {
+		skipped = func() float64 { _, s := a.semantic.stage.Counts(); return float64(s) }
+	}
 	return metrics.Sources{
+		EmbedRequests: usage(func(u vectors.UsageSnapshot) float64 { return float64(u.Requests) }),
+		EmbedTokens:   usage(func(u vectors.UsageSnapshot) float64 { return float64(u.Tokens + u.EstimatedTokens) }),
+		EmbedCostUSD:  usage(func(u vectors.UsageSnapshot) float64 { return u.CostUSD }),
+		EmbedErrors:   usage(func(u vectors.UsageSnapshot) float64 { return float64(u.Errors) }),
+		EmbedSkipped:  skipped,
 		OutboxDepth: func() float64 {
 			var n int
 			a.store.View(context.Background(), func(tx *kv.Tx) error {
@@ -211,7 +257,7 @@ func (a *app) start(ctx context.Context) {
 }
 
 func (a *app) Close(ctx context.Context) error {
-	return errors.Join(a.accounts.Flush(ctx), a.index.Close(), a.store.Close())
+	return errors.Join(a.accounts.Flush(ctx), a.index.Close(), a.semantic.Close(), a.store.Close())
 }
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -256,8 +302,13 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	log.Info().Str("url", url).Str("data", abs).Str("go", runtime.Version()).
 		Str("os", runtime.GOOS+"/"+runtime.GOARCH).Int("cpus", runtime.NumCPU()).
 		Float64("rate_limit", cfg.Rate).Int64("max_body_bytes", cfg.Limits.MaxBody).
-		Str("version", version).Msg("hindsight serving")
-	fmt.Fprintf(stdout, "Hindsight %s listening on %s (data: %s)\n", version, url, abs)
+		Str("embedder", a.semantic.describe).Str("version", version).Msg("hindsight serving")
+	fmt.Fprintf(stdout, "Hindsight %s listening on %s (data: %s)\nsemantic search: %s\n", version, url, abs, a.semantic.describe)
+	if link, err := a.dash.SetupLink(ctx); err != nil {
+		log.Warn().Err(err).Msg("could not issue the first-run setup link")
+	} else if link != "" {
+		fmt.Fprintf(stdout, "No account yet. Create the first one (this link works once): %s%s\n", url, link)
+	}
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

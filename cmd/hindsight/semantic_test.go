@@ -1,0 +1,231 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hindsight-dev/hindsight/vectors/openaitest"
+)
+
+// openaiApp is an app whose embedder is the OpenAI-compatible server on loopback.
+func openaiApp(t *testing.T, dir string, fake *openaitest.Server, dim int) *testApp {
+	t.Helper()
+	return newTestAppWith(t, dir, semanticConfig{Embedder: "openai", OpenAIKey: "sk-test", OpenAIBaseURL: fake.URL(),
+		OpenAIModel: "text-embedding-3-small", OpenAIDim: dim})
+}
+
+func sessionBatch(n, msgs int, word string) map[string]any {
+	var sessions, messages []any
+	for i := range n {
+		sid := fmt.Sprintf("s%04d", i)
+		sessions = append(sessions, map[string]any{"externalId": sid, "title": fmt.Sprintf("session %d", i)})
+		for j := range msgs {
+			role := []string{"user", "assistant"}[j%2]
+			messages = append(messages, msg(sid, fmt.Sprintf("m%d", j), role,
+				map[string]any{"textContent": fmt.Sprintf("%s %d of session %d", word, j, i)}))
+		}
+	}
+	return map[string]any{"sessions": sessions, "messages": messages}
+}
+
+// The embedding lifecycle: asynchronous, never re-embedding unchanged text,
+// only new text when a session grows, searchable within 5 s.
+func TestEmbeddingLifecycle(t *testing.T) {
+	fake := openaitest.New(t, openaitest.Options{Dim: 1536})
+	ta := openaiApp(t, t.TempDir(), fake, 0)
+	key := ta.key("alice")
+	ta.batch(key, sessionBatch(1000, 2, "message"))
+	ta.idle()
+	first := fake.Requests()
+	if first == 0 {
+		t.Fatal("no embedding requests for 1,000 new sessions")
+	}
+	// Re-sync the same 1,000 sessions: nothing changed, nothing embedded.
+	ta.batch(key, sessionBatch(1000, 2, "message"))
+	ta.idle()
+	// A title change puts sessions through the pipeline, but their chunk
+	// text is unchanged: still no embedding request.
+	b := sessionBatch(1000, 2, "message")
+	for _, s := range b["sessions"].([]any) {
+		s.(map[string]any)["title"] = "renamed"
+	}
+	ta.batch(key, b)
+	ta.idle()
+	if n := fake.Requests(); n != first {
+		t.Fatalf("re-syncing 1,000 unchanged sessions made %d embedding requests", n-first)
+	}
+	// One new message: exactly its text is embedded, not the session again.
+	before := len(fake.Received())
+	start := time.Now()
+	code, body := ta.do(http.MethodPost, key, "/sync/message", msg("s0007", "m9", "user", map[string]any{"textContent": "an entirely new question about quasars"}))
+	if code != http.StatusOK {
+		t.Fatalf("%d %s", code, body)
+	}
+	searches := 0
+	for {
+		searches++
+		_, rs := ta.search(key, "an entirely new question about quasars", "&type=semantic&limit=1")
+		if len(rs) == 1 && rs[0].Title == "renamed" && rs[0].AltID == rs[0].ID {
+			break
+		}
+		if time.Since(start) > 5*time.Second {
+			t.Fatalf("a new message was not semantically searchable within 5 s: %v", rs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	ta.idle()
+	inputs := 0
+	for _, r := range fake.Received()[before:] {
+		inputs += len(r.Input)
+	}
+	// Every search embedded its query (one input each); the rest is indexing,
+	// which must have embedded the new message's text and nothing else.
+	if got := inputs - searches; got != 1 {
+		t.Errorf("growing a session by one message embedded %d texts, want 1", got)
+	}
+	if ta.app.semantic.usage.Snapshot().CostUSD <= 0 {
+		t.Error("embedding cost was not counted")
+	}
+}
+
+func TestSemanticAndHybridSearch(t *testing.T) {
+	fake := openaitest.New(t, openaitest.Options{Dim: 1536})
+	ta := openaiApp(t, t.TempDir(), fake, 0)
+	alice, bob := ta.key("alice"), ta.key("bob")
+	ta.batch(alice, map[string]any{
+		"sessions": []any{map[string]any{"externalId": "a1", "title": "nil map"}, map[string]any{"externalId": "a2", "title": "other"}},
+		"messages": []any{
+			msg("a1", "m1", "user", map[string]any{"textContent": "the crash with the nil map"}),
+			msg("a2", "m1", "user", map[string]any{"textContent": "tune the connection pool size"}),
+		},
+	})
+	ta.batch(bob, map[string]any{
+		"sessions": []any{map[string]any{"externalId": "b1", "title": "bob's secret"}},
+		"messages": []any{msg("b1", "m1", "user", map[string]any{"textContent": "the crash with the nil map"})},
+	})
+	ta.idle()
+	for _, mode := range []string{"semantic", "hybrid"} {
+		_, rs := ta.search(alice, "the crash with the nil map", "&type="+mode+"&explain=true")
+		if len(rs) == 0 || rs[0].Title != "nil map" || rs[0].AltID == "" || rs[0].Score == nil {
+			t.Errorf("%s: %+v", mode, rs)
+		}
+		for _, r := range rs {
+			if strings.Contains(r.Title, "bob") {
+				t.Errorf("%s: alice sees bob's session", mode)
+			}
+		}
+	}
+	code, b := ta.do(http.MethodGet, alice, "/api/search?q=nil+map&type=hybrid&explain=true", nil)
+	if code != 200 || !strings.Contains(string(b), `"legs"`) {
+		t.Errorf("hybrid explain has no legs: %d %s", code, b)
+	}
+	// Context retrieves through both legs.
+	_, b = ta.do(http.MethodGet, alice, "/api/context?q=the+crash+with+the+nil+map&format=messages", nil)
+	if !strings.Contains(string(b), "the crash with the nil map") || strings.Contains(string(b), "secret") {
+		t.Errorf("context: %s", b)
+	}
+	// The provider fails at query time: hybrid degrades to full-text and says so.
+	fake.Script(openaitest.ServerError(), openaitest.ServerError(), openaitest.ServerError(), openaitest.ServerError(),
+		openaitest.ServerError(), openaitest.ServerError(), openaitest.ServerError(), openaitest.ServerError())
+	req, _ := http.NewRequest(http.MethodGet, ta.srv.URL+"/api/search?q=nil+map&type=hybrid", nil)
+	req.Header.Set("Authorization", "Bearer "+alice)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct{ Results []searchResult }
+	json.NewDecoder(resp.Body).Decode(&res)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("X-Search-Degraded") != "semantic" || len(res.Results) == 0 {
+		t.Errorf("hybrid with the provider down: %d degraded=%q results=%d", resp.StatusCode, resp.Header.Get("X-Search-Degraded"), len(res.Results))
+	}
+}
+
+// A provider outage keeps embedding work queued while full-text keeps working.
+func TestProviderOutageKeepsWorkQueued(t *testing.T) {
+	fake := openaitest.New(t, openaitest.Options{Dim: 1536})
+	ta := openaiApp(t, t.TempDir(), fake, 0)
+	key := ta.key("alice")
+	outage := make([]openaitest.Fault, 40)
+	for i := range outage {
+		outage[i] = openaitest.ServerError()
+	}
+	fake.Script(outage...)
+	ta.batch(key, map[string]any{
+		"sessions": []any{map[string]any{"externalId": "s1", "title": "outage"}},
+		"messages": []any{msg("s1", "m1", "user", map[string]any{"textContent": "flux capacitor overheating"})},
+	})
+	// Full-text finds it while the provider is down.
+	waitFor(t, func() bool {
+		_, rs := ta.search(key, "capacitor", "")
+		return len(rs) == 1
+	})
+	// Once the provider answers again the vectors arrive.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		_, rs := ta.search(key, "flux capacitor overheating", "&type=semantic")
+		if len(rs) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("vectors never arrived after the outage")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// A store holding another model's vectors is refused at start, naming reembed.
+func TestModelChangeIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	fake := openaitest.New(t, openaitest.Options{Dim: 1536})
+	ta := openaiApp(t, dir, fake, 0)
+	key := ta.key("alice")
+	ta.batch(key, sessionBatch(3, 2, "hello"))
+	ta.idle()
+	ta.close()
+	_, err := buildApp(context.Background(), serveConfig{Data: dir, Semantic: semanticConfig{Embedder: "openai", OpenAIKey: "k",
+		OpenAIBaseURL: fake.URL(), OpenAIModel: "text-embedding-3-small", OpenAIDim: 256}}, nopLogger())
+	if err == nil || !strings.Contains(err.Error(), "hindsight reembed") {
+		t.Fatalf("start with another dimension: %v", err)
+	}
+	// Without an embedder the same data still serves full-text search.
+	ta2 := newTestApp(t, dir)
+	if _, rs := ta2.search(key, "hello", ""); len(rs) != 3 {
+		t.Errorf("full-text after refusing semantic: %d results", len(rs))
+	}
+}
+
+// The offline model finds paraphrases (skipped loudly without `make model`).
+func TestLocalEmbedderParaphrase(t *testing.T) {
+	dir := os.Getenv("HINDSIGHT_MODEL_DIR")
+	if dir == "" {
+		dir = filepath.Join("..", "..", ".cache", "models", "use-lite")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "model.json")); err != nil {
+		if os.Getenv("HINDSIGHT_REQUIRE_MODEL") == "1" {
+			t.Fatalf("the offline model is required but missing in %s: run make model", dir)
+		}
+		t.Skipf("SKIPPING: offline model not found in %s (run `make model`)", dir)
+	}
+	ta := newTestAppWith(t, t.TempDir(), semanticConfig{Embedder: "local", ModelDir: dir})
+	key := ta.key("alice")
+	ta.batch(key, map[string]any{
+		"sessions": []any{map[string]any{"externalId": "a", "title": "debugging"}, map[string]any{"externalId": "b", "title": "baking"}},
+		"messages": []any{
+			msg("a", "m1", "user", map[string]any{"textContent": "debugging a crash with a null pointer dereference"}),
+			msg("b", "m1", "user", map[string]any{"textContent": "bake a chocolate cake for the party"}),
+		},
+	})
+	ta.idle()
+	_, rs := ta.search(key, "how do I fix a segfault in my C program", "&type=semantic")
+	if len(rs) != 2 || rs[0].Title != "debugging" {
+		t.Errorf("semantic search with the offline model: %v", titles(rs))
+	}
+}
