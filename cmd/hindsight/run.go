@@ -17,9 +17,11 @@ Usage:
   hindsight users  create NAME | list                                   manage users
   hindsight keys   create --user NAME [--label TEXT] | list --user NAME | revoke PREFIX
   hindsight reindex [--data DIR]                                        rebuild the full-text index (server stopped)
+  hindsight reembed [--data DIR] [--embedder E]                         (re)build all vectors for the configured embedder (server stopped)
   hindsight backup --out FILE [--data DIR]                              hot backup of the records (works while serving)
   hindsight restore FILE --data DIR                                     restore a backup into an empty directory
   hindsight bench  ingest|relevance [flags]                              benchmarks (see: hindsight bench)
+  hindsight import claude-code|opencode [DIR] [--server URL] [--key KEY] upload local history, keeping its dates
   hindsight healthcheck [--addr A]                                      exit 0 if the server answers /health (container HEALTHCHECK)
   hindsight version
 
@@ -63,6 +65,8 @@ func dispatch(ctx context.Context, cmd string, rest []string, stdout, stderr io.
 		return cmdKeys(ctx, rest, stdout, stderr)
 	case "reindex":
 		return cmdReindex(ctx, rest, stdout, stderr)
+	case "reembed":
+		return cmdReembed(ctx, rest, stdout, stderr)
 	case "backup":
 		return cmdBackup(ctx, rest, stdout, stderr)
 	case "restore":
@@ -71,6 +75,8 @@ func dispatch(ctx context.Context, cmd string, rest []string, stdout, stderr io.
 		return cmdHealthcheck(ctx, rest, stdout, stderr)
 	case "bench":
 		return cmdBench(ctx, rest, stdout, stderr)
+	case "import":
+		return cmdImport(ctx, rest, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "hindsight", version)
 		return nil

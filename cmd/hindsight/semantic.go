@@ -63,6 +63,12 @@ type semantic struct {
 // (Weaviate when WEAVIATE_URL is set, else the embedded store in dataDir) and
 // checks that the stored vectors are of the same model and dimension.
 func openSemantic(ctx context.Context, cfg semanticConfig, dataDir string) (*semantic, error) {
+	return openSemanticWith(ctx, cfg, dataDir, false)
+}
+
+// openSemanticWith is openSemantic; with replace, a store holding another
+// model's vectors is emptied and relabelled instead of refused (reembed).
+func openSemanticWith(ctx context.Context, cfg semanticConfig, dataDir string, replace bool) (*semantic, error) {
 	s := &semantic{usage: &vectors.Usage{}}
 	var window int
 	switch name := cfg.Embedder; {
@@ -102,6 +108,16 @@ func openSemantic(ctx context.Context, cfg semanticConfig, dataDir string) (*sem
 	store, where, err := openVectorStore(ctx, cfg, dataDir)
 	if err != nil {
 		return nil, err
+	}
+	if replace {
+		model, dim, err := store.Meta(ctx)
+		if err == nil && (model != s.raw.Model() || dim != s.raw.Dim()) && model != "" {
+			err = store.Reset(ctx)
+		}
+		if err != nil {
+			store.Close()
+			return nil, fmt.Errorf("reset vector store: %w", err)
+		}
 	}
 	if err := vectors.EnsureMeta(ctx, store, s.raw.Model(), s.raw.Dim()); err != nil {
 		store.Close()

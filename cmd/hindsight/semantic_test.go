@@ -229,3 +229,31 @@ func TestLocalEmbedderParaphrase(t *testing.T) {
 		t.Errorf("semantic search with the offline model: %v", titles(rs))
 	}
 }
+
+// reembed replaces another model's vectors, is resumable, and serve accepts
+// the store afterwards.
+func TestReembed(t *testing.T) {
+	dir := t.TempDir()
+	fake := openaitest.New(t, openaitest.Options{Dim: 1536})
+	ta := openaiApp(t, dir, fake, 0)
+	key := ta.key("alice")
+	ta.batch(key, sessionBatch(20, 2, "hello"))
+	ta.idle()
+	ta.close()
+	t.Setenv("OPENAI_API_KEY", "sk-test")
+	t.Setenv("OPENAI_BASE_URL", fake.URL())
+	t.Setenv("HINDSIGHT_OPENAI_DIM", "256")
+	t.Setenv("HINDSIGHT_EMBEDDER", "openai")
+	out, err := runCmd(t, "reembed", "--data", dir)
+	if err != nil || !strings.Contains(out, "reembedded 20 sessions: 20 texts embedded") {
+		t.Fatalf("reembed: %q %v", out, err)
+	}
+	out, err = runCmd(t, "reembed", "--data", dir) // resumes: nothing left to embed
+	if err != nil || !strings.Contains(out, "0 texts embedded, 20 unchanged kept") {
+		t.Fatalf("second reembed: %q %v", out, err)
+	}
+	ta2 := openaiApp(t, dir, fake, 256)
+	if _, rs := ta2.search(key, "hello 0 of session 3\n\nhello 1 of session 3", "&type=semantic&limit=1"); len(rs) != 1 || rs[0].Title != "session 3" {
+		t.Errorf("semantic search after reembed: %v", titles(rs))
+	}
+}
