@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"regexp"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 

@@ -22,9 +22,11 @@ type Authenticator interface {
 	Authenticate(ctx context.Context, key string) (userID string, err error)
 }
 
-// Records is the read side of the store.
+// Records is the store: reads, and the labelling writes (eval metadata is
+// not sync data, so it does not go through ingest).
 type Records interface {
 	View(ctx context.Context, fn func(*kv.Tx) error) error
+	Commit(ctx context.Context, fn func(*kv.Tx) error) error
 }
 
 // Config holds what the server needs. Zero limits take documented defaults.
@@ -87,6 +89,10 @@ func (s *Server) Install(r *mux.Router) {
 	api("/api/stats", s.stats, http.MethodGet)
 	api("/api/search", s.search, http.MethodGet)
 	api("/api/context", s.context, http.MethodGet)
+	api("/api/export", s.exportSession, http.MethodGet)
+	api("/api/export/evals", s.exportEvals, http.MethodGet)
+	api("/api/sessions/eval", s.labelSessions, http.MethodPatch)
+	api("/api/evals", s.listEvals, http.MethodGet)
 }
 
 // Handler wraps a router in the middleware every response passes through. The

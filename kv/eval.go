@@ -1,0 +1,47 @@
+package kv
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// PutSessionEval replaces the eval metadata of the user's session and returns
+// the session as stored. Only the session record is rewritten: eval labels are
+// not session content, so UpdatedAt, the most-recently-updated order and the
+// outbox are left alone (labelling a session neither moves it up the session
+// list nor re-indexes it). ErrNotFound when the session does not exist or
+// belongs to somebody else.
+func (tx *Tx) PutSessionEval(userID, id string, e Eval) (Session, error) {
+	s, err := tx.Session(userID, id)
+	if err != nil {
+		return Session{}, err
+	}
+	s.Eval = e
+	if err := put(tx.bucket(bucketSessions), cat([]byte(userID), []byte(id)), s); err != nil {
+		return Session{}, err
+	}
+	return s, nil
+}
+
+// MessagesFrom calls fn for each message of a session whose sequence number
+// is at least from, in order, until fn returns an error, which it returns.
+// Readers that must not hold a transaction for long (exports streaming to a
+// slow client) read a session in chunks with it, one short transaction each.
+func (tx *Tx) MessagesFrom(userID, sessionID string, from uint64, fn func(Message) error) error {
+	prefix := cat([]byte(userID), []byte(sessionID))
+	if len(prefix) != 2*IDLen {
+		return nil
+	}
+	c := tx.bucket(bucketMessages).Cursor()
+	for k, v := c.Seek(cat(prefix, u64(from))); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		var m Message
+		if err := json.Unmarshal(v, &m); err != nil {
+			return fmt.Errorf("decode message %x: %w", k, err)
+		}
+		if err := fn(m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
