@@ -57,6 +57,9 @@ type batchResponse struct {
 	Sessions ingest.Counts `json:"sessions"`
 	Messages ingest.Counts `json:"messages"`
 	Errors   []string      `json:"errors"`
+	// KeepDates echoes ?keepDates=1, so a client knows the dates were kept
+	// (a server without the option ignores the parameter and omits this).
+	KeepDates bool `json:"keepDates,omitempty"`
 }
 
 func (s *Server) syncBatch(w http.ResponseWriter, r *http.Request) error {
@@ -64,7 +67,11 @@ func (s *Server) syncBatch(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	b, err := ingest.DecodeBatch(body, s.cfg.Limits)
+	decode := ingest.DecodeBatch
+	if r.URL.Query().Get("keepDates") == "1" {
+		decode = ingest.DecodeBatchKeepingDates
+	}
+	b, err := decode(body, s.cfg.Limits)
 	if err != nil {
 		return err
 	}
@@ -76,7 +83,7 @@ func (s *Server) syncBatch(w http.ResponseWriter, r *http.Request) error {
 	if errs == nil {
 		errs = []string{}
 	}
-	return writeJSON(w, http.StatusOK, batchResponse{OK: true, Sessions: res.Sessions, Messages: res.Messages, Errors: errs})
+	return writeJSON(w, http.StatusOK, batchResponse{OK: true, Sessions: res.Sessions, Messages: res.Messages, Errors: errs, KeepDates: b.KeepDates})
 }
 
 func (s *Server) syncSessionsList(w http.ResponseWriter, r *http.Request) error {

@@ -105,12 +105,14 @@ func (s *Service) Message(ctx context.Context, userID string, in MessageIn) (str
 }
 
 // Batch applies sessions, then messages, in one transaction. createdAt is
-// ignored on batch entries (server time is used), as the spec says.
+// ignored on batch entries (server time is used), as the spec says, unless
+// b.KeepDates: then it is honoured on first insert, as on the single
+// endpoints (hindsight import keeps the dates of past sessions this way).
 func (s *Service) Batch(ctx context.Context, userID string, b Batch) (BatchResult, error) {
 	var res BatchResult
 	err := s.store.Commit(ctx, func(tx *kv.Tx) error {
 		res = BatchResult{} // Commit may run this function more than once
-		a := s.applier(tx, userID, false)
+		a := s.applier(tx, userID, b.KeepDates)
 		for _, in := range b.Sessions {
 			_, o, err := a.session(in)
 			if err != nil {

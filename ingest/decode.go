@@ -468,18 +468,32 @@ type Batch struct {
 	Sessions []SessionIn
 	Messages []MessageIn
 	Errors   []string
+	// KeepDates: createdAt on the entries is honoured on first insert, as on
+	// the single endpoints (/sync/batch?keepDates=1, for imports of past
+	// sessions). Plain batches use server time, as the spec says.
+	KeepDates bool
 }
 
 // DecodeBatch decodes a POST /sync/batch body. A body that is not an object
 // with array fields, or that holds more than MaxBatchEntries entries, is an
 // error for the whole request; a bad entry only adds to Batch.Errors.
 func DecodeBatch(body []byte, limits Limits) (Batch, error) {
+	return decodeBatch(body, limits, false)
+}
+
+// DecodeBatchKeepingDates is DecodeBatch for /sync/batch?keepDates=1: the
+// entries' createdAt is validated and kept.
+func DecodeBatchKeepingDates(body []byte, limits Limits) (Batch, error) {
+	return decodeBatch(body, limits, true)
+}
+
+func decodeBatch(body []byte, limits Limits, keepDates bool) (Batch, error) {
 	limits = limits.WithDefaults()
 	f, err := object(body, "request body", limits)
 	if err != nil {
 		return Batch{}, err
 	}
-	var b Batch
+	b := Batch{KeepDates: keepDates}
 	lists := map[string][]json.RawMessage{}
 	for _, name := range []string{"sessions", "messages"} {
 		raw, ok := f.m[name]
@@ -498,11 +512,13 @@ func DecodeBatch(body []byte, limits Limits) (Batch, error) {
 	if n := len(lists["sessions"]) + len(lists["messages"]); n > limits.MaxBatchEntries {
 		return Batch{}, invalid("batch has %d entries; the limit is %d per request: split it", n, limits.MaxBatchEntries)
 	}
-	// createdAt is ignored on batch entries (server time is used), so a value
-	// of any type must not fail the entry.
+	// Unless dates are kept, createdAt is ignored on batch entries (server
+	// time is used), so a value of any type must not fail the entry.
 	for i, raw := range lists["sessions"] {
 		ef, err := object(raw, "entry", limits)
-		delete(ef.m, "createdAt")
+		if !keepDates {
+			delete(ef.m, "createdAt")
+		}
 		var s SessionIn
 		if err == nil {
 			s, err = ef.session(limits)
@@ -515,7 +531,9 @@ func DecodeBatch(body []byte, limits Limits) (Batch, error) {
 	}
 	for i, raw := range lists["messages"] {
 		ef, err := object(raw, "entry", limits)
-		delete(ef.m, "createdAt")
+		if !keepDates {
+			delete(ef.m, "createdAt")
+		}
 		var m MessageIn
 		if err == nil {
 			m, err = ef.message(limits)

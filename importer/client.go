@@ -1,0 +1,365 @@
+package importer
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Client talks to one Hindsight server with one API key. It is safe for
+// concurrent use.
+//
+// A request that fails with 429, 408, a 5xx or a network error is retried up
+// to Backoff.Attempts times in all. The wait before retry n is a random
+// duration between half and all of Base·2ⁿ⁻¹ (capped at Max), or what the
+// server's Retry-After asks for when it sends one. Other statuses are returned
+// at once as a *StatusError.
+type Client struct {
+	URL   string       // base URL, e.g. http://127.0.0.1:7420
+	Key   string       // osk_ API key
+	HTTP  *http.Client // nil: a client with a 2-minute timeout
+	Retry Backoff
+
+	sleep func(context.Context, time.Duration) error // tests replace the wait
+}
+
+// Backoff bounds retries. The zero value takes the defaults.
+type Backoff struct {
+	Attempts int           // tries per request, the first included; 0 = 6
+	Base     time.Duration // wait before the first retry; 0 = 500 ms
+	Max      time.Duration // longest computed wait; 0 = 30 s
+}
+
+// maxRetryAfter caps how long a server's Retry-After can hold one request.
+const maxRetryAfter = 5 * time.Minute
+
+func (b Backoff) withDefaults() Backoff {
+	if b.Attempts <= 0 {
+		b.Attempts = 6
+	}
+	if b.Base <= 0 {
+		b.Base = 500 * time.Millisecond
+	}
+	if b.Max <= 0 {
+		b.Max = 30 * time.Second
+	}
+	return b
+}
+
+// wait is the pause before retry number n (1-based).
+func (b Backoff) wait(n int, retryAfter time.Duration) time.Duration {
+	if retryAfter > 0 {
+		return min(retryAfter, maxRetryAfter)
+	}
+	d := b.Base << min(n-1, 20)
+	if d <= 0 || d > b.Max {
+		d = b.Max
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+// StatusError is a response that retrying would not change (or a retryable
+// one after the last attempt).
+type StatusError struct {
+	Method, Path string
+	Status       int
+	Message      string // the server's error and message
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("%s %s: %d %s", e.Method, e.Path, e.Status, e.Message)
+}
+
+// Unauthorized reports whether err is the server refusing the API key.
+func Unauthorized(err error) bool {
+	var se *StatusError
+	return errors.As(err, &se) && se.Status == http.StatusUnauthorized
+}
+
+func retryable(status int) bool {
+	return status == http.StatusTooManyRequests || status == http.StatusRequestTimeout || status >= 500
+}
+
+func (c *Client) httpClient() *http.Client {
+	if c.HTTP != nil {
+		return c.HTTP
+	}
+	return &http.Client{Timeout: 2 * time.Minute}
+}
+
+func (c *Client) pause(ctx context.Context, d time.Duration) error {
+	if c.sleep != nil {
+		return c.sleep(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-t.C:
+		return nil
+	}
+}
+
+// retryAfter reads a Retry-After header: seconds or an HTTP date.
+func retryAfter(h string) time.Duration {
+	h = strings.TrimSpace(h)
+	if h == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(h); err == nil && s >= 0 {
+		return time.Duration(s) * time.Second
+	}
+	if t, err := http.ParseTime(h); err == nil {
+		return max(0, time.Until(t))
+	}
+	return 0
+}
+
+// do sends one request with retries and decodes a 2xx JSON body into out
+// (when out is not nil).
+func (c *Client) do(ctx context.Context, method, path string, body []byte, out any) error {
+	b := c.Retry.withDefaults()
+	base := strings.TrimRight(c.URL, "/")
+	var last error
+	for attempt := 1; ; attempt++ {
+		var rd io.Reader
+		if body != nil {
+			rd = bytes.NewReader(body)
+		}
+		req, err := http.NewRequestWithContext(ctx, method, base+path, rd)
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Authorization", "Bearer "+c.Key)
+		if body != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		req.Header.Set("User-Agent", "hindsight-import")
+		var wait time.Duration
+		resp, err := c.httpClient().Do(req)
+		if err != nil {
+			if ctx.Err() != nil {
+				return context.Cause(ctx)
+			}
+			last = fmt.Errorf("%s %s: %w", method, path, err)
+		} else {
+			data, rerr := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			switch {
+			case rerr != nil:
+				last = fmt.Errorf("%s %s: read response: %w", method, path, rerr)
+			case resp.StatusCode >= 200 && resp.StatusCode < 300:
+				if out == nil {
+					return nil
+				}
+				if err := json.Unmarshal(data, out); err != nil {
+					return fmt.Errorf("%s %s: response is not the JSON expected: %v", method, path, err)
+				}
+				return nil
+			default:
+				se := &StatusError{Method: method, Path: path, Status: resp.StatusCode, Message: errorMessage(data)}
+				if !retryable(resp.StatusCode) {
+					return se
+				}
+				last, wait = se, retryAfter(resp.Header.Get("Retry-After"))
+			}
+		}
+		if attempt >= b.Attempts {
+			return fmt.Errorf("gave up after %d attempts: %w", attempt, last)
+		}
+		if err := c.pause(ctx, b.wait(attempt, wait)); err != nil {
+			return err
+		}
+	}
+}
+
+// errorMessage extracts {"error","message"} from an error body.
+func errorMessage(data []byte) string {
+	var e struct{ Error, Message string }
+	if json.Unmarshal(data, &e) == nil && (e.Error != "" || e.Message != "") {
+		return strings.TrimSpace(e.Error + ": " + e.Message)
+	}
+	s := strings.TrimSpace(string(data))
+	if len(s) > 300 {
+		s = s[:300] + "..."
+	}
+	return s
+}
+
+// sessionPayload is a POST /sync/session body.
+type sessionPayload struct {
+	ExternalID       string  `json:"externalId"`
+	Source           string  `json:"source"`
+	Title            string  `json:"title,omitempty"`
+	ProjectPath      string  `json:"projectPath,omitempty"`
+	ProjectName      string  `json:"projectName,omitempty"`
+	Model            string  `json:"model,omitempty"`
+	Provider         string  `json:"provider,omitempty"`
+	PromptTokens     int64   `json:"promptTokens"`
+	CompletionTokens int64   `json:"completionTokens"`
+	Cost             float64 `json:"cost"`
+	DurationMs       int64   `json:"durationMs,omitempty"`
+	CreatedAt        int64   `json:"createdAt,omitempty"`
+}
+
+func toMillis(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+func newSessionPayload(s *Session) sessionPayload {
+	return sessionPayload{
+		ExternalID: s.ExternalID, Source: s.Source, Title: s.Title, ProjectPath: s.ProjectPath,
+		ProjectName: s.ProjectName, Model: s.Model, Provider: s.Provider, PromptTokens: s.PromptTokens,
+		CompletionTokens: s.CompletionTokens, Cost: s.Cost, DurationMs: s.DurationMs, CreatedAt: toMillis(s.CreatedAt),
+	}
+}
+
+// messagePayload is a POST /sync/message body.
+type messagePayload struct {
+	SessionExternalID string `json:"sessionExternalId"`
+	ExternalID        string `json:"externalId"`
+	Role              string `json:"role"`
+	Source            string `json:"source,omitempty"`
+	Parts             []Part `json:"parts"`
+	Model             string `json:"model,omitempty"`
+	PromptTokens      *int64 `json:"promptTokens,omitempty"`
+	CompletionTokens  *int64 `json:"completionTokens,omitempty"`
+	DurationMs        *int64 `json:"durationMs,omitempty"`
+	CreatedAt         int64  `json:"createdAt,omitempty"`
+}
+
+func newMessagePayload(s *Session, m *Message) messagePayload {
+	return messagePayload{
+		SessionExternalID: s.ExternalID, ExternalID: m.ExternalID, Role: m.Role, Source: s.Source,
+		Parts: m.Parts, Model: m.Model, PromptTokens: m.PromptTokens, CompletionTokens: m.CompletionTokens,
+		DurationMs: m.DurationMs, CreatedAt: toMillis(m.CreatedAt),
+	}
+}
+
+// postSession upserts a session and returns its service id.
+func (c *Client) postSession(ctx context.Context, p sessionPayload) (string, error) {
+	body, err := json.Marshal(p)
+	if err != nil {
+		return "", err
+	}
+	var res struct{ SessionID string }
+	if err := c.do(ctx, http.MethodPost, "/sync/session", body, &res); err != nil {
+		return "", err
+	}
+	return res.SessionID, nil
+}
+
+// postMessage upserts one message.
+func (c *Client) postMessage(ctx context.Context, body []byte) error {
+	return c.do(ctx, http.MethodPost, "/sync/message", body, nil)
+}
+
+// batchResult is a /sync/batch response.
+type batchResult struct {
+	Sessions  struct{ Inserted, Updated int }
+	Messages  struct{ Inserted, Updated int }
+	Errors    []string
+	KeepDates bool
+}
+
+// postBatch sends an encoded /sync/batch body with keepDates=1.
+func (c *Client) postBatch(ctx context.Context, body []byte) (batchResult, error) {
+	var res batchResult
+	err := c.do(ctx, http.MethodPost, "/sync/batch?keepDates=1", body, &res)
+	return res, err
+}
+
+// keepsDatesInBatches asks the server, with an empty batch (a no-op), whether
+// it honours createdAt in /sync/batch when asked to with keepDates=1. Servers
+// that do say so in the response; others ignore the parameter.
+func (c *Client) keepsDatesInBatches(ctx context.Context) (bool, error) {
+	res, err := c.postBatch(ctx, []byte(`{"sessions":[],"messages":[]}`))
+	return res.KeepDates, err
+}
+
+// remoteSession is the part of a session read object the import compares.
+type remoteSession struct {
+	ID               string  `json:"id"`
+	ExternalID       string  `json:"externalId"`
+	Source           string  `json:"source"`
+	Title            string  `json:"title"`
+	ProjectPath      string  `json:"projectPath"`
+	ProjectName      string  `json:"projectName"`
+	Model            string  `json:"model"`
+	Provider         string  `json:"provider"`
+	PromptTokens     int64   `json:"promptTokens"`
+	CompletionTokens int64   `json:"completionTokens"`
+	Cost             float64 `json:"cost"`
+	DurationMs       int64   `json:"durationMs"`
+	CreatedAt        int64   `json:"createdAt"`
+}
+
+// sessions lists every session of the key's user, by external id.
+func (c *Client) sessions(ctx context.Context) (map[string]remoteSession, error) {
+	out := map[string]remoteSession{}
+	cursor := ""
+	for {
+		path := "/api/sessions?limit=500"
+		if cursor != "" {
+			path += "&cursor=" + url.QueryEscape(cursor)
+		}
+		var page struct {
+			Sessions   []remoteSession
+			NextCursor string
+		}
+		if err := c.do(ctx, http.MethodGet, path, nil, &page); err != nil {
+			return nil, err
+		}
+		for _, s := range page.Sessions {
+			out[s.ExternalID] = s
+		}
+		if page.NextCursor == "" || page.NextCursor == cursor || len(page.Sessions) == 0 {
+			return out, nil
+		}
+		cursor = page.NextCursor
+	}
+}
+
+// remoteMessage is the part of a stored message the import compares.
+type remoteMessage struct {
+	ExternalID  string            `json:"externalId"`
+	Role        string            `json:"role"`
+	Parts       []json.RawMessage `json:"parts"`
+	TextContent *string           `json:"textContent"`
+}
+
+// text is what the server searches for the message: its text parts, or its
+// textContent when it has none.
+func (m remoteMessage) text() string {
+	var texts []string
+	for _, raw := range m.Parts {
+		var p struct{ Type, Content string }
+		if json.Unmarshal(raw, &p) == nil && p.Type == PartText {
+			texts = append(texts, p.Content)
+		}
+	}
+	if len(texts) == 0 && m.TextContent != nil {
+		return *m.TextContent
+	}
+	return strings.Join(texts, "\n\n")
+}
+
+// messages returns a stored session's messages.
+func (c *Client) messages(ctx context.Context, id string) ([]remoteMessage, error) {
+	var res struct{ Messages []remoteMessage }
+	err := c.do(ctx, http.MethodGet, "/api/sessions/get?id="+url.QueryEscape(id), nil, &res)
+	return res.Messages, err
+}
