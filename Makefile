@@ -6,12 +6,12 @@
 GO        ?= go
 MODEL_DIR ?= $(CURDIR)/.cache/models/use-lite
 
-.PHONY: test vet unit model weaviate fmt-check build compose-test
+.PHONY: test vet unit model weaviate chromium fmt-check build compose-test
 
-test: fmt-check vet model weaviate
+test: fmt-check vet model weaviate chromium
 	HINDSIGHT_MODEL_DIR=$(MODEL_DIR) HINDSIGHT_REQUIRE_MODEL=1 \
 	HINDSIGHT_WEAVIATE_BIN=$$(bash scripts/weaviate.sh path) HINDSIGHT_REQUIRE_WEAVIATE=1 \
-	HINDSIGHT_REQUIRE_NPM=1 \
+	HINDSIGHT_REQUIRE_NPM=1 HINDSIGHT_REQUIRE_BROWSER=1 \
 	$(GO) test -race -count=1 -timeout 20m ./...
 
 build:
@@ -31,6 +31,10 @@ model:
 # The Weaviate server the tests run against, pinned, built once into GOPATH/bin.
 weaviate:
 	bash scripts/weaviate.sh install >/dev/null
+
+# Debian's chromium for the dashboard's browser tests (apt-get, only when /usr/bin/chromium is missing).
+chromium:
+	bash scripts/install-chromium.sh
 
 # Opt-in: the real docker compose stack (needs a Docker engine).
 compose-test:

@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -52,7 +53,9 @@ type Web struct {
 	opts  WebOptions
 	// dummy is a hash compared against when the user does not exist, so a
 	// sign-in takes as long for an unknown name as for a wrong password.
-	dummy []byte
+	// Made on first use: hashing costs as much as a sign-in.
+	dummyOnce sync.Once
+	dummy     []byte
 }
 
 // NewWeb returns a Web over store.
@@ -62,11 +65,14 @@ func NewWeb(store *kv.Store, opts WebOptions) *Web {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	dummy, err := bcrypt.GenerateFromPassword([]byte("hindsight-no-such-user"), opts.BcryptCost)
-	if err != nil {
-		panic("accounts: bcrypt: " + err.Error()) // only for an invalid cost
-	}
-	return &Web{store: store, opts: opts, dummy: dummy}
+	return &Web{store: store, opts: opts}
+}
+
+func (w *Web) dummyHash() []byte {
+	w.dummyOnce.Do(func() {
+		w.dummy, _ = bcrypt.GenerateFromPassword([]byte("hindsight-no-such-user"), w.opts.BcryptCost)
+	})
+	return w.dummy
 }
 
 // ValidPassword reports whether p is acceptable: 8 to 72 bytes of UTF-8.
@@ -149,7 +155,7 @@ func (w *Web) SignIn(ctx context.Context, name, password string) (kv.User, error
 		return kv.User{}, err
 	}
 	if err != nil || u.PasswordHash == "" || len(password) > MaxPasswordLen {
-		_ = bcrypt.CompareHashAndPassword(w.dummy, []byte(password))
+		_ = bcrypt.CompareHashAndPassword(w.dummyHash(), []byte(password))
 		return kv.User{}, ErrBadCredentials
 	}
 	if bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(password)) != nil {

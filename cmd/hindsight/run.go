@@ -14,7 +14,7 @@ const usage = `hindsight keeps your coding-assistant sessions and makes them sea
 
 Usage:
   hindsight serve  [--addr 127.0.0.1:7420] [--data ./hindsight-data]   run the API server
-  hindsight users  create NAME | list                                   manage users
+  hindsight users  create NAME [--password-stdin] | password NAME | list   manage users (and dashboard passwords)
   hindsight keys   create --user NAME [--label TEXT] | list --user NAME | revoke PREFIX
   hindsight reindex [--data DIR]                                        rebuild the full-text index (server stopped)
   hindsight reembed [--data DIR] [--embedder E]                         (re)build all vectors for the configured embedder (server stopped)

@@ -176,8 +176,7 @@ func buildApp(ctx context.Context, cfg serveConfig, log zerolog.Logger) (*app, e
 	a.dash, err = dashboard.New(dashboard.Config{Store: st, Accounts: a.accounts, Search: a.search, Logger: log,
 		Web: accounts.NewWeb(st, accounts.WebOptions{BcryptCost: cfg.bcryptCost})})
 	if err != nil {
-		idx.Close()
-		st.Close()
+		a.Close(ctx)
 		return nil, err
 	}
 	r := mux.NewRouter()

@@ -1,23 +1,34 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
+
+	"golang.org/x/term"
+
+	"github.com/hindsight-dev/hindsight/accounts"
+	"github.com/hindsight-dev/hindsight/kv"
 )
 
-const usersUsage = `users create NAME [--data DIR]   add a user
-       users list [--data DIR]          list users`
+const usersUsage = `users create NAME [--password-stdin] [--data DIR]   add a user (asks for a dashboard password on a terminal)
+       users password NAME [--password-stdin] [--data DIR] set a user's dashboard password
+       users list [--data DIR]                             list users`
 
 func cmdUsers(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, "Usage: hindsight "+usersUsage)
-		return &usageError{"users needs a subcommand: create or list"}
+		return &usageError{"users needs a subcommand: create, password or list"}
 	}
 	fs := newFlags("users", usersUsage, stderr)
 	data := dataFlag(fs)
+	fromStdin := fs.Bool("password-stdin", false, "read the dashboard password from the first line of stdin (never pass it as an argument)")
 	pos, err := parse(fs, args[1:])
 	if err != nil {
 		return err
@@ -25,7 +36,25 @@ func cmdUsers(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	switch args[0] {
 	case "create":
 		if len(pos) != 1 {
-			return &usageError{"usage: hindsight users create NAME"}
+			return &usageError{"usage: hindsight users create NAME [--password-stdin]"}
+		}
+		if err := accounts.ValidUserName(pos[0]); err != nil {
+			return fmt.Errorf("create user: %w", err)
+		}
+		// The password is read (and checked) before anything is written.
+		pw, err := readPassword(pos[0], *fromStdin, false, stderr)
+		if err != nil {
+			return err
+		}
+		if pw != "" {
+			return withPasswords(*data, func(w *accounts.Web) error {
+				u, err := w.CreateUserWithPassword(ctx, pos[0], pw)
+				if err != nil {
+					return fmt.Errorf("create user: %w", err)
+				}
+				fmt.Fprintf(stdout, "created user %s (id %s) with a dashboard password\nnext: hindsight keys create --user %s, or sign in to the dashboard and create a key on its Settings page\n", u.Name, u.ID, u.Name)
+				return nil
+			})
 		}
 		return withAdmin(ctx, *data, func(ops adminOps) error {
 			u, err := ops.CreateUser(ctx, pos[0])
@@ -33,6 +62,21 @@ func cmdUsers(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				return fmt.Errorf("create user: %w", err)
 			}
 			fmt.Fprintf(stdout, "created user %s (id %s)\nnext: hindsight keys create --user %s\n", u.Name, u.ID, u.Name)
+			return nil
+		})
+	case "password":
+		if len(pos) != 1 {
+			return &usageError{"usage: hindsight users password NAME [--password-stdin]"}
+		}
+		pw, err := readPassword(pos[0], *fromStdin, true, stderr)
+		if err != nil {
+			return err
+		}
+		return withPasswords(*data, func(w *accounts.Web) error {
+			if err := w.SetPassword(ctx, pos[0], pw); err != nil {
+				return fmt.Errorf("set password: %w", err)
+			}
+			fmt.Fprintf(stdout, "set the dashboard password of %s (its dashboard sessions were signed out)\n", pos[0])
 			return nil
 		})
 	case "list":
@@ -49,7 +93,84 @@ func cmdUsers(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return tw.Flush()
 		})
 	}
-	return &usageError{fmt.Sprintf("unknown users subcommand %q (create or list)", args[0])}
+	return &usageError{fmt.Sprintf("unknown users subcommand %q (create, password or list)", args[0])}
+}
+
+// passwordInput is where passwords are read: stdin, and whether it is a
+// terminal (then the password is prompted for without echo). Tests replace it.
+var passwordInput = func() (io.Reader, bool) { return os.Stdin, term.IsTerminal(int(os.Stdin.Fd())) }
+
+// readPassword gets a dashboard password: the first line of stdin with
+// --password-stdin, else a prompt (twice, without echo) when stdin is a
+// terminal. Without either it returns "" (no password), or an error when
+// required. A password never comes from the command line, where other users
+// of the machine could read it.
+func readPassword(name string, fromStdin, required bool, stderr io.Writer) (string, error) {
+	in, isTerm := passwordInput()
+	var pw string
+	switch {
+	case fromStdin:
+		line, err := bufio.NewReaderSize(in, 4096).ReadString('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			return "", fmt.Errorf("read the password from stdin: %w", err)
+		}
+		pw = strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")
+		if pw == "" {
+			return "", errors.New("--password-stdin: stdin held no password")
+		}
+	case isTerm:
+		prompt := func(p string) (string, error) {
+			fmt.Fprint(stderr, p)
+			b, err := term.ReadPassword(int(os.Stdin.Fd()))
+			fmt.Fprintln(stderr)
+			return string(b), err
+		}
+		msg := "Dashboard password for " + name + " (empty: none, sign in with API keys only): "
+		if required {
+			msg = "New dashboard password for " + name + ": "
+		}
+		var err error
+		if pw, err = prompt(msg); err != nil {
+			return "", fmt.Errorf("read the password: %w", err)
+		}
+		if pw == "" && !required {
+			return "", nil
+		}
+		again, err := prompt("Again: ")
+		if err != nil {
+			return "", fmt.Errorf("read the password: %w", err)
+		}
+		if again != pw {
+			return "", errors.New("the two passwords differ")
+		}
+	case required:
+		return "", &usageError{"no password given: pipe it with --password-stdin, or run this on a terminal to be asked"}
+	default:
+		return "", nil
+	}
+	if err := accounts.ValidPassword(pw); err != nil {
+		return "", err
+	}
+	return pw, nil
+}
+
+// passwordCost is the bcrypt cost of passwords set here; 0 means bcrypt's
+// default. Tests lower it.
+var passwordCost = 0
+
+// withPasswords runs fn with the data file opened directly. Passwords are
+// not set through a running server's admin socket (it has no such route), so
+// this needs the server stopped; the error says so.
+func withPasswords(dir string, fn func(*accounts.Web) error) error {
+	st, err := kv.Open(dir, kv.Options{LockTimeout: time.Second})
+	if errors.Is(err, kv.ErrLocked) {
+		return fmt.Errorf("setting a dashboard password needs the data file, which a running `hindsight serve` holds: stop it, run this again, then start it (signed-in users can change their password on the dashboard's Settings page): %w", err)
+	}
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return fn(accounts.NewWeb(st, accounts.WebOptions{BcryptCost: passwordCost}))
 }
 
 func fmtTime(ms int64) string {

@@ -1,0 +1,330 @@
+package dashboard
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
+)
+
+func TestRenderMarkdown(t *testing.T) {
+	for _, tc := range []struct {
+		name, in, want string
+	}{
+		{"paragraphs and breaks", "one\ntwo\n\nthree", "<p>one<br>\ntwo</p>\n<p>three</p>\n"},
+		{"escapes html", `<script>alert("x")</script> & <b>`, "<p>&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; &amp; &lt;b&gt;</p>\n"},
+		{"inline code", "run `go test <pkg>` now", "<p>run <code>go test &lt;pkg&gt;</code> now</p>\n"},
+		{"double backtick code", "``a ` b``", "<p><code>a ` b</code></p>\n"},
+		{"unclosed backtick", "a ` b", "<p>a ` b</p>\n"},
+		{"bold and italic", "**bold** and *it* and _it_", "<p><strong>bold</strong> and <em>it</em> and <em>it</em></p>\n"},
+		{"snake case stays", "call parse_config_file_now and a_b", "<p>call parse_config_file_now and a_b</p>\n"},
+		{"spaced stars stay", "2 * 3 * 4", "<p>2 * 3 * 4</p>\n"},
+		{"ambiguous runs stay", "**bold `code` *it***", "<p>**bold <code>code</code> *it***</p>\n"},
+		{"nested emphasis", "**bold *it* more**", "<p><strong>bold <em>it</em> more</strong></p>\n"},
+		{"bold with code", "**use `x`**", "<p><strong>use <code>x</code></strong></p>\n"},
+		{"https link", "[docs](https://go.dev/doc?a=1&b=2)", `<p><a href="https://go.dev/doc?a=1&amp;b=2" rel="nofollow noopener noreferrer">docs</a></p>` + "\n"},
+		{"javascript link is text", "[x](javascript:alert(1))", "<p>[x](javascript:alert(1))</p>\n"},
+		{"data link is text", "[x](data:text/html,hi)", "<p>[x](data:text/html,hi)</p>\n"},
+		{"quote in url is text", `[x](https://a.b/"onmouseover=alert(1))`, "<p>[x](<a href=\"https://a.b/\" rel=\"nofollow noopener noreferrer\">https://a.b/</a>&#34;onmouseover=alert(1))</p>\n"},
+		{"bare url", "see https://example.com/x.", `<p>see <a href="https://example.com/x" rel="nofollow noopener noreferrer">https://example.com/x</a>.</p>` + "\n"},
+		{"bare scheme only", "http:// nothing", "<p>http:// nothing</p>\n"},
+		{"backslash escape", `\*not italic\*`, "<p>*not italic*</p>\n"},
+		{"fence", "```go\nfunc main() { <x> }\n```\nafter", "<pre><code class=\"language-go\">func main() { &lt;x&gt; }</code></pre>\n<p>after</p>\n"},
+		{"fence bad language", "```\"><script>\nx\n```", "<pre><code>x</code></pre>\n"},
+		{"unclosed fence runs to end", "~~~\na\n\nb", "<pre><code>a\n\nb</code></pre>\n"},
+		{"longer fence", "````\n```\n````", "<pre><code>```</code></pre>\n"},
+		{"heading", "# Title *x*\n## Sub ##", "<h3>Title <em>x</em></h3>\n<h4>Sub</h4>\n"},
+		{"hashtag is text", "#tag", "<p>#tag</p>\n"},
+		{"bullets", "- a\n- **b**\n  more\n* c", "<ul>\n<li>a</li>\n<li><strong>b</strong><br>\nmore</li>\n<li>c</li>\n</ul>\n"},
+		{"ordered", "3. x\n4. y", "<ol start=\"3\">\n<li>x</li>\n<li>y</li>\n</ol>\n"},
+		{"list then ordered", "- a\n1. b", "<ul>\n<li>a</li>\n</ul>\n<ol>\n<li>b</li>\n</ol>\n"},
+		{"quote", "> quoted <i>\n> more", "<blockquote><p>quoted &lt;i&gt;<br>\nmore</p>\n</blockquote>\n"},
+		{"rule", "a\n\n---\nb", "<p>a</p>\n<hr>\n<p>b</p>\n"},
+		{"crlf", "a\r\nb", "<p>a<br>\nb</p>\n"},
+		{"empty", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := string(renderMarkdown(tc.in)); got != tc.want {
+				t.Errorf("renderMarkdown(%q)\n got: %q\nwant: %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+// allowedMarkdownHTML are the only elements renderMarkdown may produce.
+var allowedMarkdownHTML = []string{"p", "br", "code", "pre", "strong", "em", "a", "ul", "ol", "li", "h3", "h4", "h5", "h6", "blockquote", "hr"}
+
+// checkMarkdownSafe parses out and fails on any element or attribute the
+// renderer must never produce.
+func checkMarkdownSafe(t *testing.T, in, out string) {
+	t.Helper()
+	nodes, err := html.ParseFragment(strings.NewReader(out), &html.Node{Type: html.ElementNode, Data: "div", DataAtom: atom.Div})
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	var walk func(n *html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.ElementNode {
+			if !slices.Contains(allowedMarkdownHTML, n.Data) {
+				t.Fatalf("renderMarkdown(%q) produced <%s>: %q", in, n.Data, out)
+			}
+			for _, a := range n.Attr {
+				switch {
+				case n.Data == "a" && a.Key == "href":
+					if !strings.HasPrefix(strings.ToLower(a.Val), "http://") && !strings.HasPrefix(strings.ToLower(a.Val), "https://") {
+						t.Fatalf("renderMarkdown(%q) linked to %q", in, a.Val)
+					}
+				case n.Data == "a" && a.Key == "rel", n.Data == "code" && a.Key == "class", n.Data == "ol" && a.Key == "start":
+				default:
+					t.Fatalf("renderMarkdown(%q) produced attribute %s on <%s>: %q", in, a.Key, n.Data, out)
+				}
+			}
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	for _, n := range nodes {
+		walk(n)
+	}
+}
+
+func FuzzRenderMarkdown(f *testing.F) {
+	for _, s := range []string{
+		"<script>alert(1)</script>", "[a](https://x.y/\"><img src=x onerror=alert(1)>)", "**_`x`_**",
+		"```js\n</code></pre><script>\n```", "> > > deep\n>> x", "- [x](javascript:1)\n1. <b>",
+		"https://a.b/<script>", "*a **b** c*", "[`code`](http://x)", "\\<b>", "#### <h1>",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		checkMarkdownSafe(t, in, string(renderMarkdown(in)))
+	})
+}
+
+// Hostile input must not make rendering quadratic: each of these is 1 MiB.
+func TestRenderMarkdownLinear(t *testing.T) {
+	for _, unit := range []string{"*", "**a ", "_", "`", "``` ", "[", "[a](", "[a](javascript:", "https://", "> ", "- ", "\\", "*a `b ", "**x*"} {
+		in := strings.Repeat(unit, (1<<20)/len(unit))
+		start := time.Now()
+		out := renderMarkdown(in)
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("1 MiB of %q took %v", unit, d)
+		}
+		if len(out) == 0 {
+			t.Errorf("1 MiB of %q rendered nothing", unit)
+		}
+	}
+}
+
+func TestNiceTicks(t *testing.T) {
+	for _, tc := range []struct {
+		max  float64
+		want []float64
+	}{
+		{0, []float64{0, 1}},
+		{math.NaN(), []float64{0, 1}},
+		{1, []float64{0, 0.5, 1}},
+		{7, []float64{0, 2, 4, 6, 8}},
+		{10, []float64{0, 5, 10}},
+		{95, []float64{0, 50, 100}},
+		{1234, []float64{0, 500, 1000, 1500}},
+		{0.3, []float64{0, 0.1, 0.2, 0.3}},
+		{0.0042, []float64{0, 0.002, 0.004, 0.006}},
+		{2_000_001, []float64{0, 1e6, 2e6, 3e6}},
+	} {
+		got := niceTicks(tc.max, 4)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("niceTicks(%v) = %v, want %v", tc.max, got, tc.want)
+		}
+	}
+}
+
+func TestBarChart(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		chart     barChart
+		wantBars  int
+		wantLabel []string // x labels shown
+		wantTitle string   // first bar's tooltip
+		empty     bool
+	}{
+		{name: "basic", chart: barChart{ID: "c", Title: "T", Labels: []string{"a", "b", "c"}, Values: []float64{1, 0, 3}},
+			wantBars: 3, wantLabel: []string{"a", "b", "c"}, wantTitle: "a: 1"},
+		{name: "escapes labels", chart: barChart{ID: "c", Title: "<T>", Labels: []string{`<script>x</script>`}, Values: []float64{2}},
+			wantBars: 1, wantLabel: []string{"<script>x</script>"}, wantTitle: "<script>x</script>: 2"},
+		{name: "thins labels", chart: barChart{ID: "c", Title: "T", Labels: strings.Fields(strings.Repeat("2026-03-01 ", 60)), Values: slices.Repeat([]float64{1}, 60)},
+			wantBars: 60},
+		{name: "money", chart: barChart{ID: "c", Title: "T", Labels: []string{"d"}, Values: []float64{0.5}, Format: formatMoney},
+			wantBars: 1, wantLabel: []string{"d"}, wantTitle: "d: $0.50"},
+		{name: "no data", chart: barChart{ID: "c", Title: "T"}, empty: true},
+		{name: "all zero", chart: barChart{ID: "c", Title: "T", Labels: []string{"a"}, Values: []float64{0}}, empty: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := string(tc.chart.SVG())
+			doc := parseHTML(t, "<div>"+out+"</div>")
+			if got := texts(t, doc, "svg title"); len(got) == 0 || got[0] != tc.chart.Title {
+				t.Errorf("chart title = %q, want %q", got, tc.chart.Title)
+			}
+			if strings.Contains(out, "<script") {
+				t.Errorf("unescaped label in %s", out)
+			}
+			if len(findAll(t, doc, "svg[role=img]")) != 1 {
+				t.Errorf("svg must be role=img")
+			}
+			if tc.empty {
+				if len(findAll(t, doc, "text.chart-empty")) != 1 || len(findAll(t, doc, "rect")) != 0 {
+					t.Errorf("empty chart: %s", out)
+				}
+				return
+			}
+			bars := findAll(t, doc, "rect.bar")
+			if len(bars) != tc.wantBars {
+				t.Errorf("%d bars, want %d", len(bars), tc.wantBars)
+			}
+			labels := texts(t, doc, "text.label")
+			if tc.wantLabel != nil && !slices.Equal(labels, tc.wantLabel) {
+				t.Errorf("labels %q, want %q", labels, tc.wantLabel)
+			}
+			if tc.name == "thins labels" && (len(labels) >= 60 || len(labels) < 5) {
+				t.Errorf("60 long labels should be thinned, got %d", len(labels))
+			}
+			if tc.wantTitle != "" && textOf(one(t, bars[0], "title")) != tc.wantTitle {
+				t.Errorf("tooltip %q, want %q", textOf(one(t, bars[0], "title")), tc.wantTitle)
+			}
+			// The tallest bar reaches the top tick; a zero bar has no height.
+			if tc.name == "basic" {
+				h := func(n int) string { v, _ := attr(bars[n], "height"); return v }
+				if h(1) != "0" || h(0) == "0" {
+					t.Errorf("heights %s %s %s", h(0), h(1), h(2))
+				}
+			}
+		})
+	}
+}
+
+func TestHBarChart(t *testing.T) {
+	long := strings.Repeat("m", 40)
+	c := hbarChart{ID: "m", Title: "Tokens per model", Labels: []string{long, "<b>x</b>"}, Values: []float64{10, 5}}
+	doc := parseHTML(t, "<div>"+string(c.SVG())+"</div>")
+	labels := texts(t, doc, "text.label")
+	if len(labels) != 2 || len([]rune(labels[0])) != hbarMaxCh || labels[1] != "<b>x</b>" {
+		t.Errorf("labels %q", labels)
+	}
+	if got := texts(t, doc, "rect.bar title"); got[0] != long+": 10" {
+		t.Errorf("tooltip keeps the whole label: %q", got)
+	}
+	if len(findAll(t, doc, "b")) != 0 {
+		t.Errorf("label markup rendered")
+	}
+}
+
+func TestFormatters(t *testing.T) {
+	for _, tc := range []struct {
+		got, want string
+	}{
+		{formatInt(0), "0"}, {formatInt(999), "999"}, {formatInt(1000), "1,000"}, {formatInt(1234567), "1,234,567"}, {formatInt(-12345), "-12,345"},
+		{formatCompact(0), "0"}, {formatCompact(950), "950"}, {formatCompact(1200), "1.2k"}, {formatCompact(1000), "1k"},
+		{formatCompact(3_400_000), "3.4M"}, {formatCompact(2e9), "2B"}, {formatCompact(0.25), "0.25"},
+		{formatMoney(0), "$0"}, {formatMoney(12.5), "$12.50"}, {formatMoney(0.123), "$0.123"}, {formatMoney(0.00123), "$0.0012"},
+		{formatMoney(0.5), "$0.50"}, {formatMoney(0.0123), "$0.0123"}, {formatMoney(0.01234567), "$0.0123"}, {formatMoney(0.001), "$0.001"},
+		{formatMoney(0.00001), "<$0.0001"}, {formatMoney(1), "$1.00"},
+		{formatDuration(0), "—"}, {formatDuration(850), "850ms"}, {formatDuration(12_400), "12s"},
+		{formatDuration(185_000), "3m 05s"}, {formatDuration(2*3600_000 + 4*60_000), "2h 04m"},
+		{formatTime(0), "—"}, {formatTime(time.Date(2026, 3, 1, 14, 5, 0, 0, time.UTC).UnixMilli()), "2026-03-01 14:05"},
+		{statusLabel("needs_review"), "Needs review"}, {statusLabel("golden"), "Golden"}, {statusLabel(""), "—"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("got %q, want %q", tc.got, tc.want)
+		}
+	}
+}
+
+func TestSnippetHTML(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"plain", "plain"},
+		{"a <mark>login</mark> b", "a <mark>login</mark> b"},
+		{"&lt;script&gt; <mark>x</mark>", "&lt;script&gt; <mark>x</mark>"},
+		{"<script>alert(1)</script>", "&lt;script&gt;alert(1)&lt;/script&gt;"},
+		{"<mark>unclosed", "<mark>unclosed</mark>"},
+		{"<mark><img src=x onerror=1></mark>", "<mark>&lt;img src=x onerror=1&gt;</mark>"},
+		{"&amp;quot; &#39;", "&amp;quot; &#39;"},
+	} {
+		if got := string(snippetHTML(tc.in)); got != tc.want {
+			t.Errorf("snippetHTML(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestLocalPath(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"/sessions", "/sessions"}, {"/sessions/abc?x=1", "/sessions/abc?x=1"}, {"", "/d"},
+		{"//evil.example", "/d"}, {`/\evil.example`, "/d"}, {"https://evil.example/", "/d"},
+		{"sessions", "/d"}, {"/login", "/d"}, {"/logout", "/d"}, {"/a\r\nSet-Cookie: x", "/d"},
+	} {
+		if got := localPath(tc.in, "/d"); got != tc.want {
+			t.Errorf("localPath(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestParseTags(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    []string
+		wantErr bool
+	}{
+		{"", []string{}, false},
+		{" auth , flaky,auth,, ", []string{"auth", "flaky"}, false},
+		{strings.Repeat("x", 65), nil, true},
+		{strings.Repeat("t,", 32) + "z", nil, false},
+	} {
+		got, err := parseTags(tc.in)
+		if (err != nil) != tc.wantErr || tc.want != nil && !slices.Equal(got, tc.want) {
+			t.Errorf("parseTags(%q) = %q, %v", tc.in, got, err)
+		}
+	}
+	many := make([]string, 40)
+	for i := range many {
+		many[i] = "t" + strings.Repeat("x", i)
+	}
+	if _, err := parseTags(strings.Join(many, ",")); err == nil {
+		t.Errorf("40 tags accepted")
+	}
+}
+
+func TestLoginLimiter(t *testing.T) {
+	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	l := newLoginLimiter(3, 5, time.Minute, func() time.Time { return now })
+	for range 3 {
+		if l.wait("1.1.1.1", "alice") != 0 {
+			t.Fatal("limited too early")
+		}
+		l.fail("1.1.1.1", "alice")
+		now = now.Add(time.Second)
+	}
+	if w := l.wait("1.1.1.1", "Alice"); w <= 0 || w > time.Minute {
+		t.Fatalf("name limit: wait %v", w)
+	}
+	if l.wait("2.2.2.2", "bob") != 0 {
+		t.Fatal("another name from another address is limited")
+	}
+	// The address limit catches one client trying many names.
+	l.fail("1.1.1.1", "bob")
+	l.fail("1.1.1.1", "carol")
+	if l.wait("1.1.1.1", "dave") <= 0 {
+		t.Fatal("address limit not applied")
+	}
+	now = now.Add(time.Minute)
+	if w := l.wait("1.1.1.1", "alice"); w != 0 {
+		t.Fatalf("still limited after the window: %v", w)
+	}
+	l.fail("9.9.9.9", "x")
+	if len(l.failures) > 2 {
+		t.Errorf("old entries not swept: %d", len(l.failures))
+	}
+}
