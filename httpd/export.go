@@ -2,17 +2,13 @@ package httpd
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"mime"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/rs/zerolog"
 
 	"github.com/hindsight-dev/hindsight/exporter"
 	"github.com/hindsight-dev/hindsight/kv"
@@ -41,124 +37,13 @@ import (
 // other failure is logged with the request id and the connection is aborted
 // (http.ErrAbortHandler), so the client sees a broken transfer rather than a
 // complete-looking truncated file.
-const (
-	exportChunkMessages = 256
-	exportChunkBytes    = 1 << 20
-	exportFlushBytes    = 256 << 10 // flush to the client at least this often
-	maxExportIDs        = 5000
-)
+// maxExportIDs bounds the ids of one eval export request.
+const maxExportIDs = 5000
 
-var errChunkFull = errors.New("chunk full")
-
-// storedMessages iterates over the messages of a session with sequence
-// numbers below end, reading them in chunks, one short read transaction per
-// chunk (see above). It may be called more than once.
+// storedMessages reads a session's messages below end in short transactions
+// (see exporter.StoredMessages).
 func (s *Server) storedMessages(ctx context.Context, uid, sid string, end uint64) exporter.Messages {
-	return func(yield func(kv.Message) error) error {
-		chunk := make([]kv.Message, 0, exportChunkMessages)
-		for next := uint64(0); next < end; {
-			err := s.cfg.Records.View(ctx, func(tx *kv.Tx) error {
-				chunk = chunk[:0]
-				size := 0
-				err := tx.MessagesFrom(uid, sid, next, func(m kv.Message) error {
-					if m.Seq >= end || len(chunk) == exportChunkMessages || (len(chunk) > 0 && size >= exportChunkBytes) {
-						return errChunkFull
-					}
-					chunk = append(chunk, m)
-					size += messageSize(m)
-					return nil
-				})
-				if errors.Is(err, errChunkFull) {
-					err = nil
-				}
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			if len(chunk) == 0 {
-				return nil
-			}
-			next = chunk[len(chunk)-1].Seq + 1
-			for i := range chunk {
-				if err := yield(chunk[i]); err != nil {
-					return err
-				}
-				chunk[i] = kv.Message{} // let the exported message go
-			}
-		}
-		return nil
-	}
-}
-
-func messageSize(m kv.Message) int {
-	n := 256
-	if m.TextContent != nil {
-		n += len(*m.TextContent)
-	}
-	for _, p := range m.Parts {
-		n += len(p.Content) + len(p.Args) + len(p.Raw)
-	}
-	return n
-}
-
-// stream is the body writer of an export: it records whether anything has
-// reached the client and the first write error (the client went away), and
-// flushes every exportFlushBytes.
-type stream struct {
-	w       http.ResponseWriter
-	rc      *http.ResponseController
-	wrote   bool
-	pending int
-	err     error
-}
-
-func newStream(w http.ResponseWriter) *stream {
-	return &stream{w: w, rc: http.NewResponseController(w)}
-}
-
-func (st *stream) Write(p []byte) (int, error) {
-	if st.err != nil {
-		return 0, st.err
-	}
-	n, err := st.w.Write(p)
-	st.wrote = st.wrote || n > 0
-	if err != nil {
-		st.err = err
-		return n, err
-	}
-	if st.pending += n; st.pending >= exportFlushBytes {
-		st.pending = 0
-		if err := st.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
-			st.err = err
-			return n, err
-		}
-	}
-	return n, nil
-}
-
-// end turns the export writer's error into the handler's result (see the
-// comment at the top of this file).
-func (s *Server) endStream(w http.ResponseWriter, r *http.Request, st *stream, err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case !st.wrote:
-		h := w.Header()
-		for _, k := range []string{"Content-Disposition", "X-Export-Sessions", "X-Export-TestCases"} {
-			h.Del(k)
-		}
-		return err
-	case st.err != nil || r.Context().Err() != nil:
-		zerolog.Ctx(r.Context()).Debug().Err(err).Msg("export: client went away")
-		return nil
-	}
-	zerolog.Ctx(r.Context()).Error().Err(err).Str("path", r.URL.Path).Msg("export failed after the response began; aborting the connection")
-	panic(http.ErrAbortHandler)
-}
-
-func attachment(name string) string {
-	return mime.FormatMediaType("attachment", map[string]string{"filename": name})
+	return exporter.StoredMessages(ctx, s.cfg.Records, uid, sid, end)
 }
 
 // boolParam parses an optional boolean query parameter (true/false/1/0).
@@ -226,11 +111,11 @@ func (s *Server) exportSession(w http.ResponseWriter, r *http.Request) error {
 		if !opts.KeepHomeDirs {
 			title = exporter.Anonymize(title)
 		}
-		h.Set("Content-Disposition", attachment(exporter.FileName(title, sess.ID)+"."+f.Ext()))
+		h.Set("Content-Disposition", exporter.Attachment(exporter.FileName(title, sess.ID)+"."+f.Ext()))
 	}
-	st := newStream(w)
+	st := exporter.NewDownload(w)
 	err = exporter.WriteSession(st, f, sess, s.storedMessages(r.Context(), uid, id, sess.NextSeq), opts)
-	return s.endStream(w, r, st, err)
+	return st.Finish(r, err)
 }
 
 // exportEvals: GET /api/export/evals?format=&ids=&status=&tags=&source=
@@ -319,7 +204,7 @@ func (s *Server) exportEvals(w http.ResponseWriter, r *http.Request) error {
 	h := w.Header()
 	h.Set("Content-Type", f.ContentType())
 	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Disposition", attachment(fmt.Sprintf("hindsight-evals-%s-%s.%s", f, s.cfg.Now().UTC().Format(time.DateOnly), f.Ext())))
+	h.Set("Content-Disposition", exporter.Attachment(fmt.Sprintf("hindsight-evals-%s-%s.%s", f, s.cfg.Now().UTC().Format(time.DateOnly), f.Ext())))
 	h.Set("X-Export-Sessions", strconv.Itoa(len(picks)))
 	h.Set("X-Export-TestCases", strconv.Itoa(cases))
 
@@ -343,7 +228,7 @@ func (s *Server) exportEvals(w http.ResponseWriter, r *http.Request) error {
 		}
 		return nil
 	}
-	st := newStream(w)
+	st := exporter.NewDownload(w)
 	err = exporter.WriteEval(st, f, sessions, opts)
-	return s.endStream(w, r, st, err)
+	return st.Finish(r, err)
 }
