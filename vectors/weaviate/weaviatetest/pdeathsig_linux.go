@@ -1,0 +1,7 @@
+package weaviatetest
+
+import "syscall"
+
+func pdeathsig() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+}

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package weaviatetest
+
+import "syscall"
+
+func pdeathsig() *syscall.SysProcAttr { return nil }
