@@ -2,6 +2,7 @@ package index
 
 import (
 	"fmt"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -30,6 +31,9 @@ const (
 	// IdentSplitFilterName is the identifier-splitting token filter (see
 	// identSplitFilter).
 	IdentSplitFilterName = "hindsight_identsplit"
+	// StemFilterName is Bleve's Porter stemmer behind a memo (see
+	// stemFilter).
+	StemFilterName = "hindsight_porter"
 )
 
 // Limits of the identifier handling. They bound the work and the number of
@@ -39,6 +43,8 @@ const (
 	maxCompoundBytes = 128 // longest compound token emitted whole
 	maxSplitBytes    = 128 // longer tokens are not split into sub-words
 	maxSubwords      = 16  // at most this many sub-words per token
+	maxTokenBytes    = 256 // longer tokens (blobs, minified code) are dropped
+	maxStemMemo      = 1 << 17
 )
 
 // compoundToken marks a whole compound token made by codeTokenizer (such as
@@ -61,6 +67,14 @@ func init() {
 		func(map[string]interface{}, *registry.Cache) (analysis.TokenFilter, error) {
 			return identSplitFilter{}, nil
 		}))
+	mustRegister(registry.RegisterTokenFilter(StemFilterName,
+		func(_ map[string]interface{}, cache *registry.Cache) (analysis.TokenFilter, error) {
+			inner, err := cache.TokenFilterNamed(porter.Name)
+			if err != nil {
+				return nil, err
+			}
+			return &stemFilter{inner: inner, memo: make(map[string][]byte)}, nil
+		}))
 	mustRegister(registry.RegisterAnalyzer(AnalyzerName,
 		func(_ map[string]interface{}, cache *registry.Cache) (analysis.Analyzer, error) {
 			return buildAnalyzer(cache)
@@ -81,7 +95,7 @@ func buildAnalyzer(cache *registry.Cache) (analysis.Analyzer, error) {
 		return nil, err
 	}
 	var filters []analysis.TokenFilter
-	for _, name := range []string{en.PossessiveName, IdentSplitFilterName, lowercase.Name, en.StopName, porter.Name} {
+	for _, name := range []string{en.PossessiveName, IdentSplitFilterName, lowercase.Name, en.StopName, StemFilterName} {
 		f, err := cache.TokenFilterNamed(name)
 		if err != nil {
 			return nil, fmt.Errorf("token filter %s: %w", name, err)
@@ -197,8 +211,11 @@ func joined(input []byte, a, b *analysis.Token) bool {
 // Positions: the whole token keeps its position and its sub-words take
 // consecutive positions from there; later tokens move up accordingly, so a
 // phrase query "parse config file" matches the identifier parseConfigFile.
-// Compound tokens from codeTokenizer, ideographic tokens and tokens longer
-// than maxSplitBytes pass through unchanged. Sub-word terms are fresh copies,
+// Tokens without any letter or digit (a lone "_") and tokens longer than
+// maxTokenBytes (encoded blobs, minified code: nobody searches for them, and
+// each would add a large unique term) are dropped. Compound
+// tokens from codeTokenizer, ideographic tokens and tokens longer than
+// maxSplitBytes pass through unchanged. Sub-word terms are fresh copies,
 // so later in-place filters cannot corrupt one another.
 type identSplitFilter struct{}
 
@@ -214,11 +231,14 @@ func (identSplitFilter) Filter(input analysis.TokenStream) analysis.TokenStream 
 			curPos, curExtra = tok.Position, 0
 		}
 		tok.Position += shift
-		n := 0
-		if tok.Type != compoundToken && tok.Type != analysis.Ideographic && len(tok.Term) <= maxSplitBytes {
+		n := -1 // -1: leave the token alone; 0: drop it
+		switch {
+		case len(tok.Term) > maxTokenBytes:
+			n = 0
+		case tok.Type != compoundToken && tok.Type != analysis.Ideographic && len(tok.Term) <= maxSplitBytes:
 			n = subwords(tok.Term, spans[:])
 		}
-		if n == 0 || (n == 1 && spans[0][0] == 0 && spans[0][1] == len(tok.Term)) {
+		if n < 0 || (n == 1 && spans[0][0] == 0 && spans[0][1] == len(tok.Term)) {
 			if out != nil {
 				out = append(out, tok)
 			}
@@ -227,6 +247,9 @@ func (identSplitFilter) Filter(input analysis.TokenStream) analysis.TokenStream 
 		if out == nil {
 			out = make(analysis.TokenStream, 0, len(input)+len(input)/4+n)
 			out = append(out, input[:i]...)
+		}
+		if n == 0 {
+			continue
 		}
 		out = append(out, tok)
 		for k := 0; k < n; k++ {
@@ -310,4 +333,57 @@ func isWordRune(r rune) bool {
 func isDigitAt(b []byte, i int) bool {
 	r, _ := utf8.DecodeRune(b[i:])
 	return unicode.IsDigit(r)
+}
+
+// stemFilter is Bleve's Porter stemmer with a memo of up to maxStemMemo
+// stems: stemming is about a third of the analysis time, and the words of a
+// corpus repeat (Zipf), so most tokens become one map look-up. Output is
+// identical to the plain filter's. It is safe for concurrent use.
+//
+// Stemmed terms may share memory with the memo, so no filter after this one
+// may modify terms in place; it is the last filter of the analyzer.
+type stemFilter struct {
+	inner analysis.TokenFilter // Bleve's porter filter
+
+	mu   sync.RWMutex
+	memo map[string][]byte // unstemmed term -> stem; read-only values
+}
+
+// Filter implements analysis.TokenFilter.
+func (f *stemFilter) Filter(input analysis.TokenStream) analysis.TokenStream {
+	var misses analysis.TokenStream
+	f.mu.RLock()
+	for _, tok := range input {
+		if tok.KeyWord {
+			continue
+		}
+		if stem, ok := f.memo[string(tok.Term)]; ok {
+			tok.Term = stem
+		} else {
+			misses = append(misses, tok)
+		}
+	}
+	full := len(f.memo) >= maxStemMemo
+	f.mu.RUnlock()
+	if len(misses) == 0 {
+		return input
+	}
+	if full {
+		f.inner.Filter(misses)
+		return input
+	}
+	keys := make([]string, len(misses))
+	for i, tok := range misses {
+		keys[i] = string(tok.Term)
+	}
+	f.inner.Filter(misses)
+	f.mu.Lock()
+	for i, tok := range misses {
+		if len(f.memo) >= maxStemMemo {
+			break
+		}
+		f.memo[keys[i]] = tok.Term
+	}
+	f.mu.Unlock()
+	return input
 }
