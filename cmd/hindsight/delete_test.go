@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/hindsight-dev/hindsight/kv"
+	"github.com/hindsight-dev/hindsight/vectors/openaitest"
+	"github.com/hindsight-dev/hindsight/vectors/weaviate/weaviatetest"
 )
 
 // After a deletion nothing of the session can be found through any endpoint,
@@ -133,5 +135,59 @@ func waitFor(t *testing.T, ok func() bool) {
 			t.Fatal("condition not reached within 10 s")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Deletion removes the vectors too, in both vector stores.
+func TestDeleteRemovesVectors(t *testing.T) {
+	for _, store := range []string{"embedded", "weaviate"} {
+		t.Run(store, func(t *testing.T) {
+			fake := openaitest.New(t, openaitest.Options{Dim: 1536})
+			cfg := semanticConfig{Embedder: "openai", OpenAIKey: "sk-test", OpenAIBaseURL: fake.URL(), OpenAIModel: "text-embedding-3-small"}
+			if store == "weaviate" {
+				cfg.WeaviateURL = weaviatetest.Start(t).URL
+			}
+			ta := newTestAppWith(t, t.TempDir(), cfg)
+			key := ta.key("alice")
+			ta.batch(key, sessionBatch(3, 4, "vector text"))
+			ta.idle()
+			ctx := context.Background()
+			u, _ := ta.app.accounts.User(ctx, "alice")
+			var list struct{ Sessions []struct{ ID, ExternalID string } }
+			_, b := ta.do(http.MethodGet, key, "/api/sessions", nil)
+			json.Unmarshal(b, &list)
+			victim := list.Sessions[0]
+			vs := ta.app.semantic.store
+			if h, err := vs.Hashes(ctx, u.ID, victim.ID); err != nil || len(h) == 0 {
+				t.Fatalf("no vectors stored before deletion: %v %v", h, err)
+			}
+			if code, b := ta.do(http.MethodDelete, key, "/api/sessions?id="+victim.ID, nil); code != http.StatusOK {
+				t.Fatalf("delete: %d %s", code, b)
+			}
+			ta.idle()
+			waitFor(t, func() bool {
+				h, err := vs.Hashes(ctx, u.ID, victim.ID)
+				return err == nil && len(h) == 0
+			})
+			n := victim.ExternalID[1:]
+			q := fmt.Sprintf("vector text 0 of session %s\n\nvector text 1 of session %s", strings.TrimLeft(n, "0"), strings.TrimLeft(n, "0"))
+			for _, mode := range []string{"semantic", "hybrid"} {
+				_, rs := ta.search(key, q, "&type="+mode+"&limit=100")
+				for _, r := range rs {
+					if r.ID == victim.ID {
+						t.Errorf("%s search still finds the deleted session", mode)
+					}
+				}
+			}
+			hits, err := vs.Nearest(ctx, u.ID, openaitest.Vector(q, 1536), 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, h := range hits {
+				if h.SessionID == victim.ID {
+					t.Errorf("the %s store still holds a vector of the deleted session", store)
+				}
+			}
+		})
 	}
 }
