@@ -153,7 +153,9 @@ func TestDeleteRemovesVectors(t *testing.T) {
 			ta.idle()
 			ctx := context.Background()
 			u, _ := ta.app.accounts.User(ctx, "alice")
-			var list struct{ Sessions []struct{ ID, ExternalID string } }
+			var list struct {
+				Sessions []struct{ ID, ExternalID string }
+			}
 			_, b := ta.do(http.MethodGet, key, "/api/sessions", nil)
 			json.Unmarshal(b, &list)
 			victim := list.Sessions[0]
