@@ -167,9 +167,13 @@ func TestBackupDuringWritesAndRestore(t *testing.T) {
 	// break score ties differently in a rebuilt index.)
 	deadline := time.Now().Add(30 * time.Second)
 	for _, q := range probes {
-		want := search(srv.URL, q)
-		if len(want) == 0 {
-			t.Fatalf("the original server finds nothing for %s", q)
+		// The original may still be indexing the last writes.
+		var want []string
+		for want = search(srv.URL, q); len(want) == 0; want = search(srv.URL, q) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the original server finds nothing for %s", q)
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
 		for {
 			got := search(srv2.URL, q)
