@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,6 +23,9 @@ type LoadTarget struct {
 	Clients []*Client // one per user: traffic is spread over several users
 	// WaitIdle returns when everything synced is indexed.
 	WaitIdle func(ctx context.Context) error
+	// Pending, when set, counts the sessions still waiting to be indexed
+	// (the outbox depth), for a progress bar while WaitIdle runs.
+	Pending func() int
 	// Lags returns (and forgets) write-to-searchable delays seen by the indexer.
 	Lags func() []time.Duration
 	// Search runs one query in-process for user i (the API's code path minus HTTP).
@@ -55,10 +59,12 @@ type LoadStep struct {
 	Query           map[string]Latency `json:"query"` // "<mode>/<inprocess|http>"
 	RebuildPS       float64            `json:"rebuild_sessions_per_s,omitempty"`
 	HeapBytes       uint64             `json:"heap_bytes"`
+	RSSBytes        uint64             `json:"rss_bytes,omitempty"` // resident set of the process (Linux; 0 elsewhere)
 	RecordsBytes    int64              `json:"records_bytes"`
 	IndexBytes      int64              `json:"index_bytes"`
 	BytesPerSession float64            `json:"disk_bytes_per_session"`
 	HeapPerSession  float64            `json:"heap_bytes_per_session"`
+	RSSPerSession   float64            `json:"rss_bytes_per_session,omitempty"`
 }
 
 // Latency is a p50/p99 pair in milliseconds.
@@ -159,7 +165,7 @@ func (l *Loader) Step(ctx context.Context, o StepOptions) (LoadStep, error) {
 		if firstErr != nil {
 			return st, firstErr
 		}
-		if err := l.t.WaitIdle(ctx); err != nil {
+		if err := WaitIdle(ctx, fmt.Sprintf("indexing to %d", o.Sessions), l.t.WaitIdle, l.t.Pending, o.Progress); err != nil {
 			return st, err
 		}
 		l.done = o.Sessions
@@ -175,6 +181,7 @@ func (l *Loader) Step(ctx context.Context, o StepOptions) (LoadStep, error) {
 	for _, mode := range l.t.Modes {
 		for _, path := range []string{"inprocess", "http"} {
 			lat := make([]time.Duration, 0, len(queries))
+			bar := progress.New(o.Progress, fmt.Sprintf("queries %s/%s at %d", mode, path, l.done), len(queries))
 			for i, q := range queries {
 				user := i % len(l.t.Clients)
 				start := time.Now()
@@ -188,18 +195,24 @@ func (l *Loader) Step(ctx context.Context, o StepOptions) (LoadStep, error) {
 					return st, fmt.Errorf("%s query over %s: %w", mode, path, err)
 				}
 				lat = append(lat, time.Since(start))
+				bar.Set(i + 1)
 			}
+			bar.Done()
 			st.Query[mode+"/"+path] = Latency{millis(Percentile(lat, 50)), millis(Percentile(lat, 99))}
 		}
 	}
-	runtime.GC()
+	// Return freed memory to the OS first, so the resident size is what
+	// the data set holds, not garbage of the ingest phase.
+	debug.FreeOSMemory()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	st.HeapBytes = ms.HeapInuse
+	st.RSSBytes = residentBytes()
 	st.RecordsBytes, st.IndexBytes = l.t.DiskBytes()
 	if l.done > 0 {
 		st.BytesPerSession = float64(st.RecordsBytes+st.IndexBytes) / float64(l.done)
 		st.HeapPerSession = float64(st.HeapBytes) / float64(l.done)
+		st.RSSPerSession = float64(st.RSSBytes) / float64(l.done)
 	}
 	if !o.SkipRebuild {
 		start := time.Now()
@@ -260,13 +273,13 @@ func PrintLoad(w io.Writer, steps []LoadStep, modes []string) {
 	for _, m := range modes {
 		fmt.Fprintf(w, " %19s %19s", m+" in-proc p50/p99", m+" http p50/p99")
 	}
-	fmt.Fprintf(w, " %11s %10s %10s\n", "rebuild s/s", "heap B/s", "disk B/s")
+	fmt.Fprintf(w, " %11s %10s %10s %10s\n", "rebuild s/s", "heap B/s", "RSS B/s", "disk B/s")
 	for _, s := range steps {
 		fmt.Fprintf(w, "%9d %9d %10.0f %7.0fms %7.0fms", s.Sessions, s.Messages, s.IngestMsgsPS, s.LagP50ms, s.LagP99ms)
 		for _, m := range modes {
 			a, b := s.Query[m+"/inprocess"], s.Query[m+"/http"]
 			fmt.Fprintf(w, " %8.2f/%8.2fms %8.2f/%8.2fms", a.P50ms, a.P99ms, b.P50ms, b.P99ms)
 		}
-		fmt.Fprintf(w, " %11.0f %10.0f %10.0f\n", s.RebuildPS, s.HeapPerSession, s.BytesPerSession)
+		fmt.Fprintf(w, " %11.0f %10.0f %10.0f %10.0f\n", s.RebuildPS, s.HeapPerSession, s.RSSPerSession, s.BytesPerSession)
 	}
 }

@@ -6,6 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"os"
+	"slices"
+	"sort"
 	"time"
 
 	"github.com/hindsight-dev/hindsight/progress"
@@ -23,22 +27,54 @@ type RelevanceOptions struct {
 	Modes    []string // e.g. fulltext, semantic, hybrid, or peer names
 	Depth    int      // results fetched per query; 0 = 100
 	Progress io.Writer
+	// Label prefixes the progress bars ("queries" when empty); the mode
+	// is appended.
+	Label string
+	// Warmup is how many of the first queries each mode runs once, untimed
+	// and unscored, before the measured pass, so the first timings do not
+	// pay for cold caches and lazy loading. 0 = 10; negative = none.
+	Warmup int
 }
 
-// RelevanceResult is one run over a dataset.
+// RelevanceResult is one run over a dataset: the headline metrics of every
+// mode (Hindsight's modes and peers alike), the per-query outcomes behind
+// them, and, when asked for, a parameter sweep and a comparison with an
+// earlier run.
 type RelevanceResult struct {
-	Dataset   string
-	Queries   int
+	Dataset string
+	Docs    int // documents in the (possibly sliced) corpus
+	Queries int
+	// Settings records how the run was made (embedder, store, ranking
+	// options, commit, command line), for the report and for whoever
+	// compares two result files.
+	Settings map[string]string
+	// Peers names the modes answered by other systems (see Peer); the
+	// rest are Hindsight's own modes.
+	Peers     []string
 	Summaries []Summary
-	PerQuery  []QueryResult
+	// PerQuery holds one entry per query, in dataset order. A result read
+	// back from JSON has only QueryID and NDCG10 filled in.
+	PerQuery []QueryResult
+	// Latencies holds, per mode, the time of every query in dataset order.
+	Latencies map[string][]time.Duration
+	Sweep     *SweepResult
+	Baseline  *Comparison
 }
 
-// RunRelevance runs every query of ds in every mode through search.
+// RunRelevance runs every query of ds in every mode through search, one
+// query at a time, after a short warm-up (see RelevanceOptions.Warmup), and
+// times each query.
 func RunRelevance(ctx context.Context, ds *Dataset, search SearchFunc, o RelevanceOptions) (RelevanceResult, error) {
 	if o.Depth <= 0 {
 		o.Depth = 100
 	}
-	res := RelevanceResult{Dataset: ds.Name, Queries: len(ds.Queries)}
+	if o.Label == "" {
+		o.Label = "queries"
+	}
+	if o.Warmup == 0 {
+		o.Warmup = 10
+	}
+	res := RelevanceResult{Dataset: ds.Name, Docs: len(ds.Corpus), Queries: len(ds.Queries), Latencies: map[string][]time.Duration{}}
 	returned := make([]map[string][]string, len(ds.Queries))
 	for i := range returned {
 		returned[i] = map[string][]string{}
@@ -46,7 +82,12 @@ func RunRelevance(ctx context.Context, ds *Dataset, search SearchFunc, o Relevan
 	for _, mode := range o.Modes {
 		ranked := map[string][]string{}
 		lat := make([]time.Duration, 0, len(ds.Queries))
-		bar := progress.New(o.Progress, "queries "+mode, len(ds.Queries))
+		for _, q := range ds.Queries[:min(max(o.Warmup, 0), len(ds.Queries))] {
+			if _, err := search(ctx, mode, q.Text, o.Depth); err != nil && !errors.Is(err, ErrNoTerms) {
+				return res, fmt.Errorf("%s query %s: %w", mode, q.ID, err)
+			}
+		}
+		bar := progress.New(o.Progress, o.Label+" "+mode, len(ds.Queries))
 		for i, q := range ds.Queries {
 			if err := ctx.Err(); err != nil {
 				return res, err
@@ -57,17 +98,42 @@ func RunRelevance(ctx context.Context, ds *Dataset, search SearchFunc, o Relevan
 			if err != nil && !errors.Is(err, ErrNoTerms) {
 				return res, fmt.Errorf("%s query %s: %w", mode, q.ID, err)
 			}
+			if ids == nil {
+				ids = []string{}
+			}
 			ranked[q.ID] = ids
 			returned[i][mode] = ids
 			bar.Set(i + 1)
 		}
 		bar.Done()
 		res.Summaries = append(res.Summaries, Summarize(mode, ranked, ds, lat))
+		res.Latencies[mode] = lat
 	}
 	for i, q := range ds.Queries {
 		res.PerQuery = append(res.PerQuery, NewQueryResult(q, ds.Qrels[q.ID], returned[i]))
 	}
 	return res, nil
+}
+
+// Summary returns the summary of mode and whether the run has it.
+func (r *RelevanceResult) Summary(mode string) (Summary, bool) {
+	for _, s := range r.Summaries {
+		if s.Mode == mode {
+			return s, true
+		}
+	}
+	return Summary{}, false
+}
+
+// PerQueryNDCG returns nDCG@10 of mode for every query, by query id.
+func (r *RelevanceResult) PerQueryNDCG(mode string) map[string]float64 {
+	out := make(map[string]float64, len(r.PerQuery))
+	for _, q := range r.PerQuery {
+		if v, ok := q.NDCG10[mode]; ok {
+			out[q.QueryID] = v
+		}
+	}
+	return out
 }
 
 type jsonSummary struct {
@@ -77,29 +143,278 @@ type jsonSummary struct {
 	MRR10     float64 `json:"mrr@10"`
 	P50ms     float64 `json:"p50_ms"`
 	P99ms     float64 `json:"p99_ms"`
+	Missing   int     `json:"missing,omitempty"`
+}
+
+// jsonPerQuery stores per-query scores column-wise: one array per mode,
+// aligned with QueryIDs. nDCG@10 is kept at full precision so a later run
+// can test its difference against this one query by query (--baseline).
+type jsonPerQuery struct {
+	QueryIDs  []string             `json:"query_ids"`
+	NDCG10    map[string][]float64 `json:"ndcg@10"`
+	LatencyMs map[string][]float64 `json:"latency_ms,omitempty"`
+}
+
+type jsonSweepRow struct {
+	Label   string  `json:"label"`
+	Point   Point   `json:"point"`
+	Default bool    `json:"default,omitempty"`
+	NDCG10  float64 `json:"ndcg@10"`
+	MRR10   float64 `json:"mrr@10"`
+	Recall  float64 `json:"recall@limit"`
+	P50ms   float64 `json:"p50_ms"`
+	P99ms   float64 `json:"p99_ms"`
+}
+
+type jsonSweep struct {
+	Mode          string         `json:"mode"`
+	Limit         int            `json:"limit"`
+	Note          string         `json:"note,omitempty"`
+	Rows          []jsonSweepRow `json:"rows"`
+	BestVsDefault *jsonTest      `json:"best_vs_default,omitempty"`
+}
+
+// jsonTest is a PairedTest with NaN (no t-test) written as null.
+type jsonTest struct {
+	N        int      `json:"queries"`
+	MeanDiff float64  `json:"mean_diff"`
+	P        float64  `json:"p_randomization"`
+	Rounds   int      `json:"rounds"`
+	T        *float64 `json:"t"`
+	PT       *float64 `json:"p_t"`
+}
+
+func toJSONTest(t *PairedTest) *jsonTest {
+	if t == nil {
+		return nil
+	}
+	j := &jsonTest{N: t.N, MeanDiff: round6(t.MeanDiff), P: round6(t.P), Rounds: t.Rounds}
+	if !math.IsNaN(t.T) && !math.IsInf(t.T, 0) {
+		v := round6(t.T)
+		j.T = &v
+	}
+	if !math.IsNaN(t.PT) {
+		v := round6(t.PT)
+		j.PT = &v
+	}
+	return j
+}
+
+type jsonResult struct {
+	Dataset  string            `json:"dataset"`
+	Docs     int               `json:"docs,omitempty"`
+	Queries  int               `json:"queries"`
+	Settings map[string]string `json:"settings,omitempty"`
+	Peers    []string          `json:"peers,omitempty"`
+	Results  []jsonSummary     `json:"results"`
+	PerQuery *jsonPerQuery     `json:"per_query,omitempty"`
+	Sweep    *jsonSweep        `json:"sweep,omitempty"`
+	Baseline *jsonComparison   `json:"baseline,omitempty"`
 }
 
 // MarshalJSON gives the machine-readable shape:
-// {"dataset", "queries", "results": [{"mode", "ndcg@10", "recall@100", "mrr@10", "p50_ms", "p99_ms"}]}.
+//
+//	{"dataset", "docs", "queries", "settings": {name: value}, "peers": [...],
+//	 "results": [{"mode", "ndcg@10", "recall@100", "mrr@10", "p50_ms", "p99_ms"}],
+//	 "per_query": {"query_ids": [...], "ndcg@10": {mode: [...]}, "latency_ms": {mode: [...]}},
+//	 "sweep": {...}, "baseline": {...}}
+//
+// Headline metrics are rounded to 4 decimals; per-query nDCG@10 is exact.
+// Map keys are sorted, so equal results give equal bytes.
 func (r RelevanceResult) MarshalJSON() ([]byte, error) {
-	out := struct {
-		Dataset string        `json:"dataset"`
-		Queries int           `json:"queries"`
-		Results []jsonSummary `json:"results"`
-	}{Dataset: r.Dataset, Queries: r.Queries, Results: []jsonSummary{}}
+	out := jsonResult{Dataset: r.Dataset, Docs: r.Docs, Queries: r.Queries, Settings: r.Settings, Peers: r.Peers, Results: []jsonSummary{}}
 	for _, s := range r.Summaries {
-		out.Results = append(out.Results, jsonSummary{s.Mode, round4(s.NDCG10), round4(s.Recall100), round4(s.MRR10), millis(s.P50), millis(s.P99)})
+		out.Results = append(out.Results, jsonSummary{s.Mode, round4(s.NDCG10), round4(s.Recall100), round4(s.MRR10), millis(s.P50), millis(s.P99), s.Missing})
 	}
+	if len(r.PerQuery) > 0 {
+		pq := &jsonPerQuery{QueryIDs: make([]string, len(r.PerQuery)), NDCG10: map[string][]float64{}}
+		for _, s := range r.Summaries {
+			col := make([]float64, len(r.PerQuery))
+			for i, q := range r.PerQuery {
+				col[i] = q.NDCG10[s.Mode]
+			}
+			pq.NDCG10[s.Mode] = col
+			if lat := r.Latencies[s.Mode]; len(lat) == len(r.PerQuery) {
+				if pq.LatencyMs == nil {
+					pq.LatencyMs = map[string][]float64{}
+				}
+				ms := make([]float64, len(lat))
+				for i, d := range lat {
+					ms[i] = millis(d)
+				}
+				pq.LatencyMs[s.Mode] = ms
+			}
+		}
+		for i, q := range r.PerQuery {
+			pq.QueryIDs[i] = q.QueryID
+		}
+		out.PerQuery = pq
+	}
+	if sw := r.Sweep; sw != nil {
+		js := &jsonSweep{Mode: sw.Mode, Limit: sw.Limit, Note: sw.Note, Rows: []jsonSweepRow{}, BestVsDefault: toJSONTest(sw.Test)}
+		for _, row := range sw.Rows {
+			js.Rows = append(js.Rows, jsonSweepRow{row.Point.String(), row.Point, row.Default,
+				round4(row.NDCG10), round4(row.MRR10), round4(row.Recall), millis(row.P50), millis(row.P99)})
+		}
+		out.Sweep = js
+	}
+	out.Baseline = r.Baseline.toJSON()
 	return json.Marshal(out)
 }
 
-func round4(x float64) float64 { return float64(int64(x*10000+0.5)) / 10000 }
-
-// PrintRelevance writes the table.
-func PrintRelevance(w io.Writer, r RelevanceResult) {
-	fmt.Fprintf(w, "dataset %s, %d queries\n", r.Dataset, r.Queries)
-	fmt.Fprintf(w, "%-22s %8s %10s %8s %9s %9s\n", "mode", "nDCG@10", "Recall@100", "MRR@10", "p50 ms", "p99 ms")
-	for _, s := range r.Summaries {
-		fmt.Fprintf(w, "%-22s %8.4f %10.4f %8.4f %9.2f %9.2f\n", s.Mode, s.NDCG10, s.Recall100, s.MRR10, millis(s.P50), millis(s.P99))
+// UnmarshalJSON reads what MarshalJSON writes, for comparing with an
+// earlier run or drawing its report again: dataset, sizes, settings, the
+// headline metrics, the per-query nDCG@10 and latencies (PerQuery entries
+// carry only QueryID and NDCG10) and the sweep (its rows without per-query
+// scores). A baseline section is not read back.
+func (r *RelevanceResult) UnmarshalJSON(b []byte) error {
+	var in jsonResult
+	if err := json.Unmarshal(b, &in); err != nil {
+		return err
 	}
+	*r = RelevanceResult{Dataset: in.Dataset, Docs: in.Docs, Queries: in.Queries, Settings: in.Settings, Peers: in.Peers}
+	for _, s := range in.Results {
+		r.Summaries = append(r.Summaries, Summary{Mode: s.Mode, NDCG10: s.NDCG10, Recall100: s.Recall100, MRR10: s.MRR10,
+			P50: fromMillis(s.P50ms), P99: fromMillis(s.P99ms), Queries: in.Queries, Missing: s.Missing})
+	}
+	if pq := in.PerQuery; pq != nil {
+		for mode, col := range pq.NDCG10 {
+			if len(col) != len(pq.QueryIDs) {
+				return fmt.Errorf("per_query: %d nDCG@10 values for %s, %d query ids", len(col), mode, len(pq.QueryIDs))
+			}
+		}
+		r.PerQuery = make([]QueryResult, len(pq.QueryIDs))
+		for i, id := range pq.QueryIDs {
+			q := QueryResult{QueryID: id, NDCG10: map[string]float64{}}
+			for mode, col := range pq.NDCG10 {
+				q.NDCG10[mode] = col[i]
+			}
+			r.PerQuery[i] = q
+		}
+		r.Latencies = map[string][]time.Duration{}
+		for mode, col := range pq.LatencyMs {
+			lat := make([]time.Duration, len(col))
+			for i, ms := range col {
+				lat[i] = fromMillis(ms)
+			}
+			r.Latencies[mode] = lat
+		}
+	}
+	if js := in.Sweep; js != nil {
+		sw := &SweepResult{Mode: js.Mode, Limit: js.Limit, Note: js.Note}
+		for i, row := range js.Rows {
+			sw.Rows = append(sw.Rows, SweepRow{Point: row.Point, Default: row.Default, NDCG10: row.NDCG10, MRR10: row.MRR10,
+				Recall: row.Recall, P50: fromMillis(row.P50ms), P99: fromMillis(row.P99ms)})
+			if row.Default {
+				sw.Default = i
+			}
+		}
+		if t := js.BestVsDefault; t != nil {
+			pt := PairedTest{N: t.N, MeanDiff: t.MeanDiff, P: t.P, Rounds: t.Rounds, T: math.NaN(), PT: math.NaN()}
+			if t.T != nil {
+				pt.T = *t.T
+			}
+			if t.PT != nil {
+				pt.PT = *t.PT
+			}
+			sw.Test = &pt
+		}
+		r.Sweep = sw
+	}
+	return nil
+}
+
+// ReadResult reads a result.json written by an earlier run.
+func ReadResult(path string) (*RelevanceResult, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r RelevanceResult
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("read result %s: %w", path, err)
+	}
+	if len(r.Summaries) == 0 {
+		return nil, fmt.Errorf("read result %s: no results in it (is it a result.json of bench relevance?)", path)
+	}
+	return &r, nil
+}
+
+func round4(x float64) float64 { return math.Round(x*1e4) / 1e4 }
+func round6(x float64) float64 { return math.Round(x*1e6) / 1e6 }
+
+func fromMillis(ms float64) time.Duration { return time.Duration(math.Round(ms * 1e6)) }
+
+// PrintRelevance writes the table: one row per mode and peer, then the sweep
+// and the comparison with a baseline when the run has them.
+func PrintRelevance(w io.Writer, r RelevanceResult) {
+	fmt.Fprintf(w, "dataset %s, %d documents, %d queries\n", r.Dataset, r.Docs, r.Queries)
+	fmt.Fprintf(w, "%-26s %8s %10s %8s %9s %9s\n", "mode", "nDCG@10", "Recall@100", "MRR@10", "p50 ms", "p99 ms")
+	for _, s := range r.Summaries {
+		fmt.Fprintf(w, "%-26s %8.4f %10.4f %8.4f %9.2f %9.2f\n", s.Mode, s.NDCG10, s.Recall100, s.MRR10, millis(s.P50), millis(s.P99))
+	}
+	if r.Sweep != nil {
+		fmt.Fprintln(w)
+		PrintSweep(w, r.Sweep)
+	}
+	if r.Baseline != nil {
+		fmt.Fprintln(w)
+		PrintComparison(w, r.Baseline)
+	}
+}
+
+// PrintSweep writes the sweep table, best first, marking the default.
+func PrintSweep(w io.Writer, s *SweepResult) {
+	fmt.Fprintf(w, "sweep of %s, %d results per query, sorted by nDCG@10 (* = default)\n", s.Mode, s.Limit)
+	if s.Note != "" {
+		fmt.Fprintln(w, s.Note)
+	}
+	width := len("point")
+	for _, r := range s.Rows {
+		width = max(width, len(r.Point.String()))
+	}
+	fmt.Fprintf(w, "  %-*s %8s %8s %10s %9s %9s\n", width, "point", "nDCG@10", "MRR@10", fmt.Sprintf("Recall@%d", s.Limit), "p50 ms", "p99 ms")
+	for _, r := range s.Rows {
+		mark := " "
+		if r.Default {
+			mark = "*"
+		}
+		fmt.Fprintf(w, "%s %-*s %8.4f %8.4f %10.4f %9.2f %9.2f\n", mark, width, r.Point, r.NDCG10, r.MRR10, r.Recall, millis(r.P50), millis(r.P99))
+	}
+	if s.Test == nil {
+		fmt.Fprintln(w, "the default is the best point")
+		return
+	}
+	fmt.Fprintf(w, "best (%s) vs default (%s): %s\n", s.Rows[s.Best].Point, s.Rows[s.Default].Point, s.Test)
+}
+
+// String summarises the test on one line: the mean difference and both p
+// values.
+func (t PairedTest) String() string {
+	s := fmt.Sprintf("mean nDCG@10 difference %+.4f over %d queries, randomisation p = %.4f", t.MeanDiff, t.N, t.P)
+	if !math.IsNaN(t.PT) {
+		s += fmt.Sprintf(", paired t-test p = %.4f", t.PT)
+	}
+	return s + " " + significance(t.P)
+}
+
+// significance labels a p value for tables.
+func significance(p float64) string {
+	switch {
+	case p < 0.01:
+		return "(significant, p < 0.01)"
+	case p < 0.05:
+		return "(significant, p < 0.05)"
+	}
+	return "(not significant)"
+}
+
+// sortedModes returns the keys of m, sorted.
+func sortedModes[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return slices.Clip(keys)
 }

@@ -1,3 +1,6 @@
+// Command hindsight bench measures Hindsight: relevance (ranking quality
+// and its cost on a labelled dataset, next to peer systems), load (cost as
+// generated data grows) and ingest (write throughput).
 package main
 
 import (
@@ -16,14 +19,19 @@ import (
 	"github.com/hindsight-dev/hindsight/ingest"
 )
 
-const benchUsage = `bench ingest    [--batch-messages N] [--batch-size N] [--singles N] [--concurrency C] [--seed S] [--json]
-       bench load      [--sessions N | --grow 10000,30000,100000] [--messages M] [--concurrency C] [--users U] [--json]
-       bench relevance --dataset DIR [--modes fulltext] [--max-docs N] [--max-queries N] [--split NAME] [--via inprocess|http] [--out DIR] [--json]`
+const benchUsage = `bench relevance --dataset DIR [--modes fulltext,semantic,hybrid] [--embedder auto|none|local|openai]
+                       [--store embedded|weaviate] [--peers sqlite-fts5,weaviate-bm25,weaviate-hybrid]
+                       [--sweep rrf.k=10,30,60 --sweep depth=20,50,100 --sweep title.boost=1,2,4] [--sweep-mode M]
+                       [--baseline result.json] [--max-docs N] [--max-queries N] [--split NAME] [--out DIR] [--json]
+       bench load      [--sessions N | --grow 10000,30000,100000] [--messages M] [--concurrency C] [--users U] [--out DIR] [--json]
+       bench ingest    [--batch-messages N] [--batch-size N] [--singles N] [--concurrency C] [--seed S] [--json]
+
+See bench/README.md: bring your own data, what each metric means, comparing two commits.`
 
 func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, "Usage: hindsight "+benchUsage)
-		return &usageError{"bench needs a subcommand: ingest"}
+		return &usageError{"bench needs a subcommand: relevance, load or ingest"}
 	}
 	switch args[0] {
 	case "ingest":
@@ -34,14 +42,21 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return benchLoad(ctx, args[1:], stdout, stderr)
 	}
 	fmt.Fprintln(stderr, "Usage: hindsight "+benchUsage)
-	return &usageError{fmt.Sprintf("unknown bench %q (ingest or relevance)", args[0])}
+	return &usageError{fmt.Sprintf("unknown bench %q (relevance, load or ingest)", args[0])}
 }
 
 // benchServer starts a Hindsight on a loopback port over a fresh data
-// directory, with a user and key, and rate limiting off (the bench measures
-// capacity, not policy). The returned stop closes it.
-func benchServer(ctx context.Context, dir string, log zerolog.Logger) (*bench.Client, *app, func(), error) {
+// directory dir, with a user "bench" and its key, and rate limiting off (the
+// bench measures capacity, not policy). configure, when not nil, adjusts the
+// server configuration first (the embedder and vector store). The returned
+// stop closes it.
+func benchServer(ctx context.Context, dir string, log zerolog.Logger, configure func(*serveConfig) error) (*bench.Client, *app, func(), error) {
 	cfg := serveConfig{Data: dir, Limits: ingest.DefaultLimits()}
+	if configure != nil {
+		if err := configure(&cfg); err != nil {
+			return nil, nil, nil, err
+		}
+	}
 	a, err := buildApp(ctx, cfg, log)
 	if err != nil {
 		return nil, nil, nil, err
@@ -108,7 +123,9 @@ func benchIngest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if !*asJSON {
 		o.Progress = stderr
 	}
-	c, _, stop, err := benchServer(ctx, dir+"/data", zerolog.Nop())
+	c, _, stop, err := benchServer(ctx, dir+"/data", zerolog.Nop(), func(cfg *serveConfig) error {
+		return applyVectors(cfg, benchVectorConfig{Embedder: "none", Store: "embedded"}) // measure the write path alone
+	})
 	if err != nil {
 		return err
 	}

@@ -1,3 +1,7 @@
+// Command hindsight bench relevance measures ranking quality and its cost on
+// a BEIR-layout dataset: every mode of a real Hindsight (fed through the sync
+// API) and every peer, a parameter sweep, and a comparison with an earlier
+// run.
 package main
 
 import (
@@ -6,57 +10,189 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/hindsight-dev/hindsight/bench"
 	"github.com/hindsight-dev/hindsight/index"
+	"github.com/hindsight-dev/hindsight/ingest"
 	"github.com/hindsight-dev/hindsight/kv"
 	"github.com/hindsight-dev/hindsight/progress"
 	"github.com/hindsight-dev/hindsight/ranking"
 )
 
-// benchRelevance loads a BEIR-layout dataset into a fresh Hindsight through
-// the sync API (each document a session: title = title, one user message =
-// text), runs every query in every mode, and reports nDCG@10, Recall@100,
-// MRR@10 and latency, with per-query results for error analysis.
-func benchRelevance(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("bench relevance", "bench relevance --dataset DIR [flags]", stderr)
-	dataset := fs.String("dataset", "", "BEIR-layout directory: corpus.jsonl[.gz], queries.jsonl, qrels/*.tsv (required)")
-	modes := fs.String("modes", "fulltext", "comma-separated modes: fulltext, semantic, hybrid")
-	split := fs.String("split", "", "qrels file to use (test, dev, train...); default: test, then dev, then train")
-	maxDocs := fs.Int("max-docs", 0, "use a slice of at most N documents holding every judged document of the kept queries (0 = all)")
-	maxQueries := fs.Int("max-queries", 0, "use at most N queries (0 = all)")
-	via := fs.String("via", "inprocess", "run queries in-process (ranking engine) or over HTTP (full API path)")
-	out := fs.String("out", "", "directory for per-query results and result.json (default: a temp dir, path printed)")
-	asJSON := fs.Bool("json", false, "print only the JSON result")
-	if _, err := parse(fs, args); err != nil {
+// relevanceConfig is everything bench relevance reads from its flags.
+type relevanceConfig struct {
+	Dataset    string
+	Split      string
+	MaxDocs    int
+	MaxQueries int
+	Modes      []string // nil: fulltext, plus semantic and hybrid when an embedder is configured
+	Peers      []string
+	Vectors    benchVectorConfig
+	Sweeps     []bench.Param
+	SweepMode  string // "" = hybrid when available, else fulltext
+	SweepLimit int
+	Baseline   string
+	Via        string
+	Out        string
+	JSON       bool
+	Seed       uint64
+	Command    string // the command line, for the report
+}
+
+// Sweepable settings. Query-time ones build a new ranking engine over the
+// same index and vectors; index-time ones rebuild the full-text index once
+// per value, from the records already ingested.
+var sweepParams = map[string]struct {
+	indexTime bool
+	help      string
+	valid     func(float64) bool
+}{
+	"rrf.k":       {false, "RRF constant k of hybrid ranking (> 0)", func(v float64) bool { return v > 0 }},
+	"rrf.w":       {false, "weight of the vector leg in hybrid ranking (> 0)", func(v float64) bool { return v > 0 }},
+	"depth":       {false, "results fetched per leg before hybrid fusion (integer >= 1)", func(v float64) bool { return v >= 1 && v == math.Trunc(v) }},
+	"title.boost": {true, "times the title counts in the full-text index (1..100; re-indexes)", func(v float64) bool { return v >= 1 && v <= 100 }},
+}
+
+// sweepFlag collects repeated --sweep flags.
+type sweepFlag struct{ params *[]bench.Param }
+
+func (f sweepFlag) String() string { return "" }
+
+func (f sweepFlag) Set(s string) error {
+	p, err := bench.ParseParam(s)
+	if err != nil {
 		return err
 	}
-	if *dataset == "" {
-		return &usageError{"--dataset is required"}
-	}
-	if *via != "inprocess" && *via != "http" {
-		return &usageError{"--via must be inprocess or http"}
-	}
-	var modeList []string
-	for _, m := range strings.Split(*modes, ",") {
-		m = strings.TrimSpace(m)
-		if _, err := ranking.ParseMode(m); err != nil || m == "" {
-			return &usageError{fmt.Sprintf("unknown mode %q", m)}
+	spec, ok := sweepParams[p.Name]
+	if !ok {
+		names := make([]string, 0, len(sweepParams))
+		for n := range sweepParams {
+			names = append(names, n)
 		}
-		modeList = append(modeList, m)
+		slices.Sort(names)
+		return fmt.Errorf("cannot sweep %q (sweepable: %s)", p.Name, strings.Join(names, ", "))
 	}
+	for _, v := range p.Values {
+		if !spec.valid(v) {
+			return fmt.Errorf("%s=%v: %s", p.Name, v, spec.help)
+		}
+	}
+	for _, q := range *f.params {
+		if q.Name == p.Name {
+			return fmt.Errorf("%s is swept twice", p.Name)
+		}
+	}
+	p.IndexTime = spec.indexTime
+	*f.params = append(*f.params, p)
+	return nil
+}
+
+func parseBenchRelevance(args []string, stderr io.Writer) (relevanceConfig, error) {
+	var c relevanceConfig
+	fs := newFlags("bench relevance", "bench relevance --dataset DIR [flags]", stderr)
+	fs.StringVar(&c.Dataset, "dataset", "", "BEIR-layout directory: corpus.jsonl[.gz], queries.jsonl, qrels/*.tsv (required)")
+	modes := fs.String("modes", "", "comma-separated Hindsight modes: fulltext, semantic, hybrid (default: fulltext, plus semantic and hybrid when an embedder is configured)")
+	peers := fs.String("peers", bench.FTS5Name, "comma-separated peers run on the same documents: "+strings.Join(knownPeers, ", ")+
+		", or none; the Weaviate peers use WEAVIATE_URL, else start the pinned weaviate-server (make weaviate)")
+	fs.StringVar(&c.Vectors.Embedder, "embedder", env("HINDSIGHT_EMBEDDER", "auto"), "embedder for semantic and hybrid: auto (as serve chooses), none, local, openai (env HINDSIGHT_EMBEDDER)")
+	fs.StringVar(&c.Vectors.Store, "store", "embedded", "Hindsight's vector store: embedded or weaviate (needs WEAVIATE_URL)")
+	fs.Var(sweepFlag{&c.Sweeps}, "sweep", "sweep a setting over values, e.g. rrf.k=10,30,60 (repeatable: the grid is every combination); sweepable: depth, rrf.k, rrf.w, title.boost")
+	fs.StringVar(&c.SweepMode, "sweep-mode", "", "mode the sweep measures (default: hybrid when an embedder is configured, else fulltext)")
+	fs.IntVar(&c.SweepLimit, "sweep-limit", 20, "results per query during the sweep (the API's default page); per-leg depths below it have no effect")
+	fs.StringVar(&c.Baseline, "baseline", "", "result.json of an earlier run: print per-mode deltas with paired significance")
+	fs.StringVar(&c.Split, "split", "", "qrels file to use (test, dev, train...); default: test, then dev, then train")
+	fs.IntVar(&c.MaxDocs, "max-docs", 0, "use a slice of at most N documents holding every judged document of the kept queries (0 = all)")
+	fs.IntVar(&c.MaxQueries, "max-queries", 0, "use at most N queries (0 = all)")
+	fs.StringVar(&c.Via, "via", "inprocess", "run Hindsight's queries in-process (ranking engine) or over HTTP (full API path)")
+	fs.StringVar(&c.Out, "out", "", "directory for report.md, charts, result.json and perquery.jsonl (default: a new temp dir, printed)")
+	fs.BoolVar(&c.JSON, "json", false, "print only the JSON result (no table, no progress)")
+	fs.Uint64Var(&c.Seed, "seed", 1, "seed of the randomisation tests")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return c, err
+	}
+	if len(pos) > 0 {
+		return c, &usageError{fmt.Sprintf("bench relevance takes no arguments, got %q", pos)}
+	}
+	if c.Dataset == "" {
+		return c, &usageError{"--dataset is required"}
+	}
+	if c.Via != "inprocess" && c.Via != "http" {
+		return c, &usageError{"--via must be inprocess or http"}
+	}
+	if c.MaxDocs < 0 || c.MaxQueries < 0 {
+		return c, &usageError{"--max-docs and --max-queries must not be negative"}
+	}
+	if c.SweepLimit < 10 {
+		return c, &usageError{"--sweep-limit must be at least 10 (nDCG@10 needs 10 results)"}
+	}
+	if err := c.Vectors.validate(); err != nil {
+		return c, err
+	}
+	if strings.TrimSpace(*modes) != "" {
+		for _, m := range strings.Split(*modes, ",") {
+			m = strings.TrimSpace(m)
+			if _, err := ranking.ParseMode(m); err != nil || m == "" {
+				return c, &usageError{fmt.Sprintf("unknown mode %q (fulltext, semantic, hybrid)", m)}
+			}
+			if !slices.Contains(c.Modes, m) {
+				c.Modes = append(c.Modes, m)
+			}
+		}
+	}
+	if c.SweepMode != "" {
+		if _, err := ranking.ParseMode(c.SweepMode); err != nil {
+			return c, &usageError{fmt.Sprintf("--sweep-mode: unknown mode %q", c.SweepMode)}
+		}
+	}
+	if c.Peers, err = parsePeers(*peers); err != nil {
+		return c, err
+	}
+	c.Command = commandLine(append([]string{"hindsight", "bench", "relevance"}, args...))
+	return c, nil
+}
+
+// benchRelevance loads a BEIR-layout dataset into a fresh Hindsight through
+// the sync API (each document a session: title = title, one user message =
+// text), runs every query in every mode and peer, and reports nDCG@10,
+// Recall@100, MRR@10 and latency, with per-query results for error analysis.
+func benchRelevance(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c, err := parseBenchRelevance(args, stderr)
+	if err != nil {
+		return err
+	}
+	return runBenchRelevance(ctx, c, stdout, stderr)
+}
+
+func runBenchRelevance(ctx context.Context, c relevanceConfig, stdout, stderr io.Writer) error {
+	loadAtStart := loadAverage()
 	progressOut := stderr
-	if *asJSON {
+	if c.JSON {
 		progressOut = io.Discard
 	}
-	ds, err := bench.LoadBEIR(ctx, *dataset, bench.LoadOptions{Split: *split, MaxDocs: *maxDocs, MaxQueries: *maxQueries})
+	var baseline *bench.RelevanceResult
+	if c.Baseline != "" {
+		b, err := bench.ReadResult(c.Baseline)
+		if err != nil {
+			return err
+		}
+		baseline = b
+	}
+	ds, err := bench.LoadBEIR(ctx, c.Dataset, bench.LoadOptions{Split: c.Split, MaxDocs: c.MaxDocs, MaxQueries: c.MaxQueries})
 	if err != nil {
 		return err
 	}
@@ -67,15 +203,67 @@ func benchRelevance(ctx context.Context, args []string, stdout, stderr io.Writer
 		return err
 	}
 	defer os.RemoveAll(work)
-	c, a, stop, err := benchServer(ctx, filepath.Join(work, "data"), zerolog.Nop())
+	client, a, stop, err := benchServer(ctx, filepath.Join(work, "data"), zerolog.Nop(), func(cfg *serveConfig) error {
+		return applyVectors(cfg, c.Vectors)
+	})
 	if err != nil {
 		return err
 	}
 	defer stop()
-	if err := loadCorpus(ctx, c, ds, progressOut); err != nil {
+	vecSearch, emb, rawEmb := appVectors(a)
+	semantic := a.search.Semantic()
+
+	modes := c.Modes
+	if modes == nil {
+		modes = []string{string(ranking.FullText)}
+		if semantic {
+			modes = append(modes, string(ranking.Semantic), string(ranking.Hybrid))
+		}
+	}
+	for _, m := range modes {
+		if m != string(ranking.FullText) && !semantic {
+			return fmt.Errorf("mode %s needs an embedder: --embedder local (offline model; `make model`, HINDSIGHT_MODEL_DIR) or --embedder openai (OPENAI_API_KEY)", m)
+		}
+	}
+	sweepMode := c.SweepMode
+	if sweepMode == "" {
+		sweepMode = string(ranking.FullText)
+		if semantic {
+			sweepMode = string(ranking.Hybrid)
+		}
+	}
+	if len(c.Sweeps) > 0 {
+		if sweepMode != string(ranking.FullText) && !semantic {
+			return fmt.Errorf("--sweep-mode %s needs an embedder (--embedder local or openai)", sweepMode)
+		}
+		for _, p := range c.Sweeps {
+			if !sweepParams[p.Name].indexTime && sweepMode != string(ranking.Hybrid) {
+				return &usageError{fmt.Sprintf("%s only changes hybrid ranking; sweep it with --sweep-mode hybrid (needs an embedder)", p.Name)}
+			}
+		}
+	}
+
+	peers, err := openPeers(ctx, c.Peers, peerEnv{work: work, weaviateURL: env("WEAVIATE_URL", ""), weaviateKey: env("WEAVIATE_API_KEY", ""),
+		embedder: emb, progress: progressOut})
+	if err != nil {
 		return err
 	}
-	if err := a.pipeline.WaitIdle(ctx); err != nil {
+	defer func() {
+		for _, p := range peers {
+			p.Close()
+		}
+	}()
+
+	// Ingest through the API, then wait until the pipeline has indexed (and
+	// embedded) everything.
+	if err := loadCorpus(ctx, client, ds, progressOut); err != nil {
+		return err
+	}
+	label := "indexing"
+	if semantic {
+		label = "indexing+embedding"
+	}
+	if err := bench.WaitIdle(ctx, label, a.pipeline.WaitIdle, outboxDepth(a.store), progressOut); err != nil {
 		return err
 	}
 	// Search results name sessions; the metrics need corpus ids (= externalIds).
@@ -83,73 +271,428 @@ func benchRelevance(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return err
 	}
-	search := func(ctx context.Context, mode, q string, k int) ([]string, error) {
-		var ids []string
-		if *via == "http" {
-			r, err := httpSearch(ctx, c, mode, q, k)
-			if err != nil {
-				return nil, err
-			}
-			ids = r
-		} else {
-			res, err := a.search.Search(ctx, ranking.Query{UserID: userID, Text: q, Mode: ranking.Mode(mode), Limit: k})
-			if errors.Is(err, index.ErrBadQuery) {
-				return nil, bench.ErrNoTerms
-			}
-			if err != nil {
-				return nil, err
-			}
-			for _, r := range res.Results {
-				ids = append(ids, r.SessionID)
-			}
+
+	for _, p := range peers {
+		if err := bench.IndexPeer(ctx, p, ds, progressOut); err != nil {
+			return err
 		}
-		docs := make([]string, 0, len(ids))
-		for _, id := range ids {
-			docs = append(docs, docOf[id])
-		}
-		return docs, nil
 	}
-	res, err := bench.RunRelevance(ctx, ds, search, bench.RelevanceOptions{Modes: modeList, Progress: progressOut})
+
+	degraded := &degradedCounter{}
+	var search bench.SearchFunc
+	if c.Via == "http" {
+		search = func(ctx context.Context, mode, q string, k int) ([]string, error) {
+			ids, err := httpSearch(ctx, client, mode, q, k)
+			return mapIDs(ids, docOf), err
+		}
+	} else {
+		search = engineSearch(a.search, userID, docOf, degraded)
+	}
+	systems := slices.Clone(modes)
+	for _, p := range peers {
+		systems = append(systems, p.Name())
+	}
+	res, err := bench.RunRelevance(ctx, ds, bench.WithPeers(search, peers...), bench.RelevanceOptions{Modes: systems, Progress: progressOut})
 	if err != nil {
 		return err
 	}
-	dir := *out
+	for _, p := range peers {
+		res.Peers = append(res.Peers, p.Name())
+	}
+
+	model := "none"
+	if rawEmb != nil {
+		model = fmt.Sprintf("%s (%d dimensions)", rawEmb.Model(), rawEmb.Dim())
+	}
+	defaults := benchRanking(a)
+	res.Settings = runSettings(map[string]string{
+		"command":     c.Command,
+		"dataset":     c.Dataset,
+		"qrels":       filepath.Base(ds.QrelsFile),
+		"embedder":    model,
+		"store":       c.Vectors.Store,
+		"rrf.k":       strconv.FormatFloat(defaults.K, 'g', -1, 64),
+		"rrf.w":       strconv.FormatFloat(defaults.SemanticWeight, 'g', -1, 64),
+		"depth":       "max(limit, 50); the table asks 100 results",
+		"title.boost": strconv.Itoa(index.DefaultTitleBoost),
+		"via":         c.Via,
+	})
+	if l := loadAverage(); l != "" {
+		// Latency is wall time: say how busy the machine was.
+		res.Settings["load average"] = fmt.Sprintf("%s at start, %s at the end (1 minute)", loadAtStart, l)
+	}
+	if c.MaxDocs > 0 || c.MaxQueries > 0 {
+		res.Settings["slice"] = fmt.Sprintf("max-docs %d, max-queries %d", c.MaxDocs, c.MaxQueries)
+	}
+
+	if len(c.Sweeps) > 0 {
+		sw, err := runSweep(ctx, a, ds, c, sweepMode, userID, docOf, vecSearch, emb, defaults, work, progressOut, degraded)
+		if err != nil {
+			return err
+		}
+		res.Sweep = sw
+	}
+	if n := degraded.String(); n != "" {
+		res.Settings["degraded queries"] = n
+		fmt.Fprintf(stderr, "warning: some hybrid queries fell back to full-text because the query could not be embedded: %s\n", n)
+	}
+	if baseline != nil {
+		cmp, err := bench.CompareRuns(&res, baseline, c.Baseline, c.Seed)
+		if err != nil {
+			return err
+		}
+		res.Baseline = cmp
+	}
+
+	dir := c.Out
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "hindsight-relevance-out-"); err != nil {
 			return err
 		}
 	}
-	if err := writeRelevanceFiles(dir, res); err != nil {
+	if err := bench.WriteRelevanceFiles(dir, &res); err != nil {
 		return err
 	}
-	if *asJSON {
+	if c.JSON {
 		return json.NewEncoder(stdout).Encode(res)
 	}
 	bench.PrintRelevance(stdout, res)
-	fmt.Fprintf(stdout, "per-query results: %s\n", filepath.Join(dir, "perquery.jsonl"))
+	fmt.Fprintf(stdout, "report: %s\nper-query results: %s\n", filepath.Join(dir, bench.ReportFile), filepath.Join(dir, bench.PerQueryFile))
 	return nil
 }
 
-func writeRelevanceFiles(dir string, res bench.RelevanceResult) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+// runSweep measures the grid of c.Sweeps in sweepMode. Query-time settings
+// get a new ranking engine over the app's index and vectors; each distinct
+// title boost gets its own index, rebuilt from the records once.
+func runSweep(ctx context.Context, a *app, ds *bench.Dataset, c relevanceConfig, sweepMode, userID string, docOf map[string]string,
+	vec ranking.VectorSearcher, emb ranking.Embedder, defaults ranking.Options, work string, progressOut io.Writer, degraded *degradedCounter) (*bench.SweepResult, error) {
+	def := bench.Point{
+		{Name: "rrf.k", Value: defaults.K},
+		{Name: "rrf.w", Value: defaults.SemanticWeight},
+		{Name: "depth", Value: float64(max(c.SweepLimit, 50))}, // ranking's default per-leg depth
+		{Name: "title.boost", Value: index.DefaultTitleBoost},
 	}
-	f, err := os.Create(filepath.Join(dir, "perquery.jsonl"))
+	// Every grid point asks the same queries: embed each once, up front,
+	// so the sweep neither pays for (nor, with a paid provider, is billed
+	// for) the same query vectors per point, and every point's latency is
+	// measured the same way: ranking work, without the query embedding.
+	note := ""
+	if emb != nil && sweepMode != string(ranking.FullText) {
+		note = "Latency is the ranking work: each query was embedded once before the sweep."
+		cached := &cachedEmbedder{e: emb, m: map[string][]float32{}}
+		if err := cached.warm(ctx, ds, progressOut); err != nil {
+			return nil, err
+		}
+		emb = cached
+	}
+	var (
+		curBoost = float64(index.DefaultTitleBoost)
+		curIndex = a.index
+		extra    *index.Index // an index this sweep built, closed when replaced
+	)
+	defer func() {
+		if extra != nil {
+			extra.Close()
+		}
+	}()
+	at := func(ctx context.Context, p bench.Point) (bench.SearchFunc, error) {
+		o := defaults
+		if v, ok := p.Get("rrf.k"); ok {
+			o.K = v
+		}
+		if v, ok := p.Get("rrf.w"); ok {
+			o.SemanticWeight = v
+		}
+		if v, ok := p.Get("depth"); ok {
+			o.Depth = int(v)
+		}
+		boost := float64(index.DefaultTitleBoost)
+		if v, ok := p.Get("title.boost"); ok {
+			boost = v
+		}
+		if boost != curBoost {
+			if extra != nil {
+				extra.Close()
+				extra = nil
+			}
+			curIndex = a.index
+			if boost != index.DefaultTitleBoost {
+				idx, _, err := rebuildWith(ctx, a.store, filepath.Join(work, fmt.Sprintf("sweep-index-%g", boost)), index.Options{TitleBoost: boost},
+					fmt.Sprintf("reindex title.boost=%g", boost), progressOut)
+				if err != nil {
+					return nil, err
+				}
+				extra, curIndex = idx, idx
+			}
+			curBoost = boost
+		}
+		return engineSearch(ranking.New(curIndex, vec, emb, o), userID, docOf, degraded), nil
+	}
+	return bench.RunSweep(ctx, ds, at, bench.SweepOptions{Mode: sweepMode, Limit: c.SweepLimit, Params: c.Sweeps, Default: def,
+		Seed: c.Seed, Progress: progressOut, Note: note})
+}
+
+// cachedEmbedder remembers the vectors of the texts it has embedded.
+type cachedEmbedder struct {
+	e  ranking.Embedder
+	mu sync.Mutex
+	m  map[string][]float32
+}
+
+// warm embeds every query of ds, in batches, with a progress bar.
+func (c *cachedEmbedder) warm(ctx context.Context, ds *bench.Dataset, progressOut io.Writer) error {
+	const batch = 64
+	bar := progress.New(progressOut, "embed queries", len(ds.Queries))
+	defer bar.Done()
+	for i := 0; i < len(ds.Queries); i += batch {
+		var texts []string
+		for _, q := range ds.Queries[i:min(i+batch, len(ds.Queries))] {
+			texts = append(texts, q.Text)
+		}
+		if _, err := c.Embed(ctx, texts); err != nil {
+			return fmt.Errorf("embed queries: %w", err)
+		}
+		bar.Set(min(i+batch, len(ds.Queries)))
+	}
+	return nil
+}
+
+// Embed returns cached vectors and embeds only the texts it has not seen.
+func (c *cachedEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	out := make([][]float32, len(texts))
+	var miss []string
+	missing := map[string]bool{}
+	c.mu.Lock()
+	for i, t := range texts {
+		if v, ok := c.m[t]; ok {
+			out[i] = v
+		} else if !missing[t] {
+			missing[t] = true
+			miss = append(miss, t)
+		}
+	}
+	c.mu.Unlock()
+	if len(miss) == 0 {
+		return out, nil
+	}
+	vs, err := c.e.Embed(ctx, miss)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := bench.WritePerQuery(f, res.PerQuery); err != nil {
-		f.Close()
-		return err
+	if len(vs) != len(miss) {
+		return nil, fmt.Errorf("embedder returned %d vectors for %d texts", len(vs), len(miss))
 	}
-	if err := f.Close(); err != nil {
-		return err
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, t := range miss {
+		c.m[t] = vs[i]
 	}
-	b, err := json.MarshalIndent(res, "", "  ")
+	for i, t := range texts {
+		if out[i] == nil {
+			out[i] = c.m[t]
+		}
+	}
+	return out, nil
+}
+
+// rebuildWith builds a full-text index with opts in dir from every session
+// of st, as `hindsight reindex` does, and returns it with the number of
+// sessions indexed. The caller closes it.
+func rebuildWith(ctx context.Context, st *kv.Store, dir string, opts index.Options, label string, progressOut io.Writer) (*index.Index, int, error) {
+	os.RemoveAll(dir)
+	idx, err := index.Open(dir, opts)
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
-	return os.WriteFile(filepath.Join(dir, "result.json"), b, 0o644)
+	n, err := countSessions(ctx, st)
+	if err != nil {
+		idx.Close()
+		return nil, 0, err
+	}
+	bar := progress.New(progressOut, label, n)
+	err = ingest.NewPipeline(st, idx, ingest.PipelineOptions{}).Rebuild(ctx, func(done, total int) {
+		bar.Set(done)
+		n = total
+	})
+	bar.Done()
+	if err != nil {
+		idx.Close()
+		return nil, 0, fmt.Errorf("%s: %w", label, err)
+	}
+	return idx, n, nil
+}
+
+// countSessions counts the sessions of every user.
+func countSessions(ctx context.Context, st *kv.Store) (int, error) {
+	n := 0
+	err := st.View(ctx, func(tx *kv.Tx) error {
+		users, err := tx.Users()
+		if err != nil {
+			return err
+		}
+		for _, u := range users {
+			if err := tx.Sessions(u.ID, func(kv.Session) error { n++; return nil }); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return n, err
+}
+
+// engineSearch answers bench queries with e for the bench user, mapping
+// session ids to corpus ids and counting hybrid answers that fell back to
+// full-text.
+func engineSearch(e *ranking.Engine, userID string, docOf map[string]string, degraded *degradedCounter) bench.SearchFunc {
+	return func(ctx context.Context, mode, q string, k int) ([]string, error) {
+		res, err := e.Search(ctx, ranking.Query{UserID: userID, Text: q, Mode: ranking.Mode(mode), Limit: k})
+		if errors.Is(err, index.ErrBadQuery) {
+			return nil, bench.ErrNoTerms
+		}
+		if err != nil {
+			return nil, err
+		}
+		if res.Degraded != "" {
+			degraded.add(mode)
+		}
+		ids := make([]string, len(res.Results))
+		for i, r := range res.Results {
+			ids[i] = r.SessionID
+		}
+		return mapIDs(ids, docOf), nil
+	}
+}
+
+func mapIDs(ids []string, docOf map[string]string) []string {
+	docs := make([]string, 0, len(ids))
+	for _, id := range ids {
+		docs = append(docs, docOf[id])
+	}
+	return docs
+}
+
+// degradedCounter counts degraded answers per mode.
+type degradedCounter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (d *degradedCounter) add(mode string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.n == nil {
+		d.n = map[string]int{}
+	}
+	d.n[mode]++
+}
+
+func (d *degradedCounter) String() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var parts []string
+	for m, n := range d.n {
+		parts = append(parts, fmt.Sprintf("%s %d", m, n))
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ", ")
+}
+
+// outboxDepth counts the sessions waiting for the indexing pipeline.
+func outboxDepth(st *kv.Store) func() int {
+	return func() int {
+		n := 0
+		st.View(context.Background(), func(tx *kv.Tx) error {
+			n = tx.OutboxLen()
+			return nil
+		})
+		return n
+	}
+}
+
+// runSettings adds what identifies the build and machine to s.
+func runSettings(s map[string]string) map[string]string {
+	s["go"] = runtime.Version()
+	s["os/arch"] = runtime.GOOS + "/" + runtime.GOARCH
+	s["cpus"] = strconv.Itoa(runtime.NumCPU())
+	s["date"] = time.Now().UTC().Format("2006-01-02 15:04 UTC")
+	s["commit"] = "unknown (no VCS information in the build)"
+	if head := gitHead(); head != "" {
+		s["commit"] = head + " (HEAD of the checkout in the working directory; uncommitted changes not detected)"
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		var rev, modified string
+		for _, kv := range bi.Settings {
+			switch kv.Key {
+			case "vcs.revision":
+				rev = kv.Value
+			case "vcs.modified":
+				modified = kv.Value
+			}
+		}
+		if rev != "" {
+			if modified == "true" {
+				rev += " (with uncommitted changes)"
+			}
+			s["commit"] = rev
+		}
+	}
+	return s
+}
+
+// gitHead returns the commit the working directory's git checkout is at,
+// read from .git (no git command runs), or "".
+func gitHead() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for ; ; dir = filepath.Dir(dir) {
+		git := filepath.Join(dir, ".git")
+		if head, err := os.ReadFile(filepath.Join(git, "HEAD")); err == nil {
+			ref, ok := strings.CutPrefix(strings.TrimSpace(string(head)), "ref: ")
+			if !ok {
+				return ref // detached: HEAD holds the hash
+			}
+			if b, err := os.ReadFile(filepath.Join(git, filepath.FromSlash(ref))); err == nil {
+				return strings.TrimSpace(string(b))
+			}
+			packed, _ := os.ReadFile(filepath.Join(git, "packed-refs"))
+			for _, line := range strings.Split(string(packed), "\n") {
+				if hash, name, ok := strings.Cut(line, " "); ok && name == ref {
+					return hash
+				}
+			}
+			return ""
+		}
+		if filepath.Dir(dir) == dir {
+			return ""
+		}
+	}
+}
+
+// loadAverage returns the 1-minute load average (Linux), or "".
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return ""
+	}
+	return f[0]
+}
+
+// commandLine quotes args for a shell where needed.
+func commandLine(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`*?[]{}()<>|&;#~") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		out[i] = a
+	}
+	return strings.Join(out, " ")
 }
 
 // loadCorpus syncs the corpus in batches of 500 documents.

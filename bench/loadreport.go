@@ -1,0 +1,263 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+)
+
+// Charts written by WriteLoadFiles.
+const (
+	GrowthLatencyChart = "growth_latency.svg" // query latency and index lag vs sessions
+	GrowthMemoryChart  = "growth_memory.svg"  // heap and disk bytes per session vs sessions
+	GrowthIngestChart  = "growth_ingest.svg"  // ingest and rebuild throughput vs sessions
+)
+
+// LoadResult is a load run: one LoadStep per size.
+type LoadResult struct {
+	Modes    []string          `json:"modes"`
+	Settings map[string]string `json:"settings,omitempty"`
+	Steps    []LoadStep        `json:"steps"`
+	// Growth holds, per cost, the exponent b of cost ∝ sessions^b fitted
+	// over the steps (see GrowthExponent); empty with fewer than 2 steps.
+	Growth map[string]float64 `json:"growth_exponents,omitempty"`
+}
+
+// growthMetric is a cost tracked across sizes.
+type growthMetric struct {
+	name string
+	get  func(LoadStep) float64
+}
+
+func (r *LoadResult) metrics() []growthMetric {
+	var ms []growthMetric
+	for _, m := range r.Modes {
+		ms = append(ms,
+			growthMetric{m + " query p50", func(s LoadStep) float64 { return s.Query[m+"/inprocess"].P50ms }},
+			growthMetric{m + " query p99", func(s LoadStep) float64 { return s.Query[m+"/inprocess"].P99ms }},
+		)
+	}
+	return append(ms,
+		growthMetric{"index lag p50", func(s LoadStep) float64 { return s.LagP50ms }},
+		growthMetric{"index lag p99", func(s LoadStep) float64 { return s.LagP99ms }},
+		growthMetric{"ingest messages/s", func(s LoadStep) float64 { return s.IngestMsgsPS }},
+		growthMetric{"heap bytes", func(s LoadStep) float64 { return float64(s.HeapBytes) }},
+		growthMetric{"resident bytes", func(s LoadStep) float64 { return float64(s.RSSBytes) }},
+		growthMetric{"disk bytes", func(s LoadStep) float64 { return float64(s.RecordsBytes + s.IndexBytes) }},
+	)
+}
+
+// Finish computes Growth from Steps.
+func (r *LoadResult) Finish() {
+	r.Growth = nil
+	if len(r.Steps) < 2 {
+		return
+	}
+	r.Growth = map[string]float64{}
+	for _, m := range r.metrics() {
+		xs := make([]float64, len(r.Steps))
+		ys := make([]float64, len(r.Steps))
+		for i, s := range r.Steps {
+			xs[i], ys[i] = float64(s.Sessions), m.get(s)
+		}
+		if b, ok := GrowthExponent(xs, ys); ok {
+			r.Growth[m.name] = math.Round(b*100) / 100
+		}
+	}
+}
+
+// GrowthExponent fits y = a * x^b by least squares on log y against log x
+// and returns b: 0 means the cost does not grow with x, 1 that it grows in
+// proportion, 0.5 like a square root. It needs at least two distinct
+// positive xs and positive ys; otherwise ok is false.
+func GrowthExponent(xs, ys []float64) (b float64, ok bool) {
+	if len(xs) != len(ys) || len(xs) < 2 {
+		return 0, false
+	}
+	var sx, sy, sxx, sxy float64
+	n := float64(len(xs))
+	for i := range xs {
+		if xs[i] <= 0 || ys[i] <= 0 {
+			return 0, false
+		}
+		lx, ly := math.Log(xs[i]), math.Log(ys[i])
+		sx += lx
+		sy += ly
+		sxx += lx * lx
+		sxy += lx * ly
+	}
+	den := n*sxx - sx*sx
+	if den <= 1e-12 {
+		return 0, false
+	}
+	return (n*sxy - sx*sy) / den, true
+}
+
+// PrintGrowth writes the fitted growth exponents, one per line.
+func PrintGrowth(w io.Writer, r *LoadResult) {
+	if len(r.Growth) == 0 {
+		return
+	}
+	first, last := r.Steps[0], r.Steps[len(r.Steps)-1]
+	fmt.Fprintf(w, "growth from %d to %d sessions (cost ∝ sessions^b):\n", first.Sessions, last.Sessions)
+	for _, m := range r.metrics() {
+		if b, ok := r.Growth[m.name]; ok {
+			fmt.Fprintf(w, "  %-26s b = %5.2f   (%s → %s)\n", m.name, b, humanFloat(m.get(first)), humanFloat(m.get(last)))
+		}
+	}
+}
+
+func humanFloat(x float64) string {
+	switch {
+	case x >= 1e9:
+		return fmt.Sprintf("%.2fG", x/1e9)
+	case x >= 1e6:
+		return fmt.Sprintf("%.2fM", x/1e6)
+	case x >= 1e4:
+		return fmt.Sprintf("%.1fk", x/1e3)
+	case x >= 100:
+		return fmt.Sprintf("%.0f", x)
+	}
+	return fmt.Sprintf("%.2f", x)
+}
+
+// humanCount writes 10000 as 10k and 1500000 as 1.5M.
+func humanCount(n int) string {
+	switch {
+	case n >= 1_000_000 && n%100_000 == 0:
+		return strconv.FormatFloat(float64(n)/1e6, 'g', -1, 64) + "M"
+	case n >= 1000 && n%100 == 0:
+		return strconv.FormatFloat(float64(n)/1e3, 'g', -1, 64) + "k"
+	}
+	return strconv.Itoa(n)
+}
+
+// WriteLoadFiles writes result.json, report.md and the growth charts of r
+// into dir (created if needed).
+func WriteLoadFiles(dir string, r *LoadResult) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, ResultFile), append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	if err := loadCharts(dir, r); err != nil {
+		return fmt.Errorf("charts: %w", err)
+	}
+	return os.WriteFile(filepath.Join(dir, ReportFile), []byte(LoadMarkdown(r)), 0o644)
+}
+
+func stepSeries(name string, color int, steps []LoadStep, get func(LoadStep) float64, dashed bool) series {
+	s := series{Name: name, Color: color, Dashed: dashed, Points: true}
+	for _, st := range steps {
+		if y := get(st); y > 0 {
+			s.XYs = append(s.XYs, plotter.XY{X: float64(st.Sessions), Y: y})
+		}
+	}
+	return s
+}
+
+func loadCharts(dir string, r *LoadResult) error {
+	if len(r.Steps) == 0 {
+		return nil
+	}
+	// Label the x axis at the measured sizes.
+	var ticks []plot.Tick
+	for _, s := range r.Steps {
+		ticks = append(ticks, plot.Tick{Value: float64(s.Sessions), Label: humanCount(s.Sessions)})
+	}
+	var lat []series
+	for i, m := range r.Modes {
+		lat = append(lat,
+			stepSeries(m+" query p50", i, r.Steps, func(s LoadStep) float64 { return s.Query[m+"/inprocess"].P50ms }, false),
+			stepSeries(m+" query p99", i, r.Steps, func(s LoadStep) float64 { return s.Query[m+"/inprocess"].P99ms }, true),
+		)
+	}
+	lat = append(lat,
+		stepSeries("index lag p50", len(r.Modes), r.Steps, func(s LoadStep) float64 { return s.LagP50ms }, false),
+		stepSeries("index lag p99", len(r.Modes), r.Steps, func(s LoadStep) float64 { return s.LagP99ms }, true),
+	)
+	if err := lineChart(filepath.Join(dir, GrowthLatencyChart), "Latency as the data grows (in-process queries)",
+		"sessions (log scale)", "ms (log scale)", lat, true, true, ticks); err != nil {
+		return err
+	}
+	mem := []series{
+		stepSeries("Go heap in use per session", 0, r.Steps, func(s LoadStep) float64 { return s.HeapPerSession / 1024 }, false),
+		stepSeries("resident memory (RSS) per session", 1, r.Steps, func(s LoadStep) float64 { return s.RSSPerSession / 1024 }, false),
+		stepSeries("disk (records + index) per session", 2, r.Steps, func(s LoadStep) float64 { return s.BytesPerSession / 1024 }, false),
+	}
+	if err := lineChart(filepath.Join(dir, GrowthMemoryChart), "Memory and disk per session as the data grows",
+		"sessions (log scale)", "KiB per session", mem, true, false, ticks); err != nil {
+		return err
+	}
+	thr := []series{
+		stepSeries("ingest messages/s (REST /sync/batch)", 0, r.Steps, func(s LoadStep) float64 { return s.IngestMsgsPS }, false),
+		stepSeries("index rebuild sessions/s", 1, r.Steps, func(s LoadStep) float64 { return s.RebuildPS }, false),
+	}
+	return lineChart(filepath.Join(dir, GrowthIngestChart), "Throughput as the data grows",
+		"sessions (log scale)", "per second (log scale)", thr, true, true, ticks)
+}
+
+// LoadMarkdown renders r as the report.md of a load run.
+func LoadMarkdown(r *LoadResult) string {
+	var b strings.Builder
+	b.WriteString("# Load: cost as the data grows\n\n")
+	if c := r.Settings["command"]; c != "" {
+		fmt.Fprintf(&b, "Produced by\n\n```\n%s\n```\n\n", c)
+	}
+	b.WriteString("Generated coding sessions (prompts, code blocks, stack traces, tool calls; long-tailed lengths; several users) " +
+		"are synced through the REST API (`/sync/batch`) until the size is reached; then the index lag of that ingest, " +
+		"query latency per mode and memory and disk are measured.\n\n")
+	b.WriteString("| sessions | messages | ingest msg/s | index lag p50 / p99 ms |")
+	sep := "|---|---|---|---|"
+	for _, m := range r.Modes {
+		fmt.Fprintf(&b, " %s p50 / p99 ms (in-process) | %s p50 / p99 ms (HTTP) |", m, m)
+		sep += "---|---|"
+	}
+	b.WriteString(" rebuild sessions/s | heap KiB/session | RSS KiB/session | disk KiB/session |\n")
+	b.WriteString(sep + "---|---|---|---|\n")
+	for _, s := range r.Steps {
+		fmt.Fprintf(&b, "| %d | %d | %.0f | %.0f / %.0f |", s.Sessions, s.Messages, s.IngestMsgsPS, s.LagP50ms, s.LagP99ms)
+		for _, m := range r.Modes {
+			a, h := s.Query[m+"/inprocess"], s.Query[m+"/http"]
+			fmt.Fprintf(&b, " %.2f / %.2f | %.2f / %.2f |", a.P50ms, a.P99ms, h.P50ms, h.P99ms)
+		}
+		rebuild := "–"
+		if s.RebuildPS > 0 {
+			rebuild = fmt.Sprintf("%.0f", s.RebuildPS)
+		}
+		fmt.Fprintf(&b, " %s | %.1f | %.1f | %.1f |\n", rebuild, s.HeapPerSession/1024, s.RSSPerSession/1024, s.BytesPerSession/1024)
+	}
+	if len(r.Growth) > 0 {
+		first, last := r.Steps[0], r.Steps[len(r.Steps)-1]
+		fmt.Fprintf(&b, "\nGrowth from %d to %d sessions, fitted as cost ∝ sessions^b over all steps "+
+			"(b = 0: flat, 1: proportional to the data):\n\n| cost | b | first → last |\n|---|---|---|\n", first.Sessions, last.Sessions)
+		for _, m := range r.metrics() {
+			if g, ok := r.Growth[m.name]; ok {
+				fmt.Fprintf(&b, "| %s | %.2f | %s → %s |\n", m.name, g, humanFloat(m.get(first)), humanFloat(m.get(last)))
+			}
+		}
+	}
+	fmt.Fprintf(&b, "\n![Latency](%s)\n\n![Memory and disk per session](%s)\n\n![Throughput](%s)\n", GrowthLatencyChart, GrowthMemoryChart, GrowthIngestChart)
+	if len(r.Settings) > 0 {
+		b.WriteString("\n## Settings\n\n| setting | value |\n|---|---|\n")
+		for _, k := range sortedModes(r.Settings) {
+			if k != "command" {
+				fmt.Fprintf(&b, "| %s | %s |\n", k, r.Settings[k])
+			}
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,219 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Files written by WriteRelevanceFiles into its directory.
+const (
+	ResultFile   = "result.json"     // the run for machines and for --baseline
+	PerQueryFile = "perquery.jsonl"  // query, relevant ids, returned ids per mode
+	ReportFile   = "report.md"       // the tables and charts for people
+	NDCGChart    = "ndcg.svg"        // nDCG@10 by mode and peer, with 95% intervals
+	LatencyChart = "latency_cdf.svg" // query latency CDF by mode and peer
+	SweepChart   = "sweep.svg"       // nDCG@10 by grid point (with --sweep)
+)
+
+// WriteRelevanceFiles writes the outcome of a relevance run into dir
+// (created if needed): result.json, perquery.jsonl, report.md and the SVG
+// charts it links to.
+func WriteRelevanceFiles(dir string, r *RelevanceResult) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var pq bytes.Buffer
+	if err := WritePerQuery(&pq, r.PerQuery); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, PerQueryFile), pq.Bytes(), 0o644); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, ResultFile), append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return WriteRelevanceReport(dir, r)
+}
+
+// WriteRelevanceReport writes report.md and its charts into dir (which
+// must exist). It needs no more of r than result.json holds, so a report
+// can be drawn again from a result read back with ReadResult.
+func WriteRelevanceReport(dir string, r *RelevanceResult) error {
+	if err := relevanceCharts(dir, r); err != nil {
+		return fmt.Errorf("charts: %w", err)
+	}
+	return os.WriteFile(filepath.Join(dir, ReportFile), []byte(RelevanceMarkdown(r)), 0o644)
+}
+
+// ndcgColumn returns nDCG@10 of mode for every query of r.
+func ndcgColumn(r *RelevanceResult, mode string) []float64 {
+	col := make([]float64, 0, len(r.PerQuery))
+	for _, q := range r.PerQuery {
+		col = append(col, q.NDCG10[mode])
+	}
+	return col
+}
+
+func relevanceCharts(dir string, r *RelevanceResult) error {
+	var items []barItem
+	for _, s := range r.Summaries {
+		_, ci := meanCI95(ndcgColumn(r, s.Mode))
+		items = append(items, barItem{Label: s.Mode, Value: s.NDCG10, Err: ci, Marked: slices.Contains(r.Peers, s.Mode)})
+	}
+	title := fmt.Sprintf("nDCG@10 on %s (%d queries; orange = peer; whiskers = 95%% CI)", r.Dataset, r.Queries)
+	if err := horizontalBars(filepath.Join(dir, NDCGChart), title, "nDCG@10", items, 1); err != nil {
+		return err
+	}
+	var ss []series
+	for i, s := range r.Summaries {
+		if lat := r.Latencies[s.Mode]; len(lat) > 0 {
+			cdf := cdfSeries(s.Mode, i, lat)
+			cdf.Dashed = slices.Contains(r.Peers, s.Mode) // peers dashed, Hindsight's modes solid
+			ss = append(ss, cdf)
+		}
+	}
+	if len(ss) > 0 {
+		if err := lineChart(filepath.Join(dir, LatencyChart), "Query latency, "+r.Dataset+" (dashed = peer)",
+			"latency per query (ms, log scale)", "fraction of queries", ss, true, false, nil); err != nil {
+			return err
+		}
+	}
+	if sw := r.Sweep; sw != nil {
+		var items []barItem
+		for _, row := range sw.Rows {
+			label := row.Point.String()
+			if row.Default {
+				label += " (default)"
+			}
+			// No interval whiskers: every point answers the same queries,
+			// so the interval of each mean says little about the
+			// difference between two points (the paired test does).
+			items = append(items, barItem{Label: label, Value: row.NDCG10, Marked: row.Default})
+		}
+		title := fmt.Sprintf("Sweep of %s on %s, best first (orange = default)", sw.Mode, r.Dataset)
+		if err := horizontalBars(filepath.Join(dir, SweepChart), title, "nDCG@10", items, 1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pValue formats a p value for a table: "p = 0.031", or "p < 0.0001" at
+// the resolution of the randomisation test.
+func pValue(p float64) string {
+	if p < 1e-4 {
+		return "p < 0.0001"
+	}
+	return fmt.Sprintf("p = %.4f", p)
+}
+
+// RelevanceMarkdown renders r as the report.md of a run.
+func RelevanceMarkdown(r *RelevanceResult) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Relevance on %s\n\n", r.Dataset)
+	fmt.Fprintf(&b, "%d documents, %d queries", r.Docs, r.Queries)
+	if q := r.Settings["qrels"]; q != "" {
+		fmt.Fprintf(&b, " (qrels `%s`)", q)
+	}
+	b.WriteString(".")
+	if c := r.Settings["command"]; c != "" {
+		fmt.Fprintf(&b, " Produced by\n\n```\n%s\n```\n", c)
+	}
+	b.WriteString("\n")
+	ref := ""
+	if len(r.Summaries) > 0 {
+		ref = r.Summaries[0].Mode
+	}
+	fmt.Fprintf(&b, "| system | nDCG@10 (95%% CI) | vs %s: ΔnDCG@10 (p) | Recall@100 | MRR@10 | p50 ms | p99 ms |\n", ref)
+	b.WriteString("|---|---|---|---|---|---|---|\n")
+	refCol := ndcgColumn(r, ref)
+	for _, s := range r.Summaries {
+		name := s.Mode
+		if slices.Contains(r.Peers, s.Mode) {
+			name += " (peer)"
+		}
+		col := ndcgColumn(r, s.Mode)
+		_, ci := meanCI95(col)
+		vs := "–"
+		if s.Mode != ref && len(col) > 0 {
+			if t, err := Compare(col, refCol, 1); err == nil {
+				vs = fmt.Sprintf("%+.4f (%s)", t.MeanDiff, pValue(t.P))
+			}
+		}
+		fmt.Fprintf(&b, "| %s | %.4f ± %.3f | %s | %.4f | %.4f | %.2f | %.2f |\n", name, s.NDCG10, ci, vs, s.Recall100, s.MRR10, millis(s.P50), millis(s.P99))
+	}
+	fmt.Fprintf(&b, "\nThe third column compares each system with %s query by query (paired randomisation test, %d sign flips).", ref, testRounds)
+	b.WriteString(" Metrics are means over all queries (a query a system could not answer scores 0), computed as BEIR/pytrec_eval do. " +
+		"Latency is the wall time of one query as the bench calls the system (in-process for Hindsight's ranking engine and SQLite, " +
+		"over loopback HTTP for a server such as Weaviate), including the query's embedding where there is one, one query at a time after a warm-up.\n\n")
+	fmt.Fprintf(&b, "![nDCG@10 by mode and peer](%s)\n\n![Query latency CDF](%s)\n", NDCGChart, LatencyChart)
+
+	if sw := r.Sweep; sw != nil {
+		fmt.Fprintf(&b, "\n## Sweep of %s\n\n", sw.Mode)
+		fmt.Fprintf(&b, "Every grid point answers every query with %d results; sorted by nDCG@10, default in bold.", sw.Limit)
+		if sw.Note != "" {
+			b.WriteString(" " + sw.Note)
+		}
+		b.WriteString("\n\n")
+		fmt.Fprintf(&b, "| point | nDCG@10 | MRR@10 | Recall@%d | p50 ms | p99 ms |\n|---|---|---|---|---|---|\n", sw.Limit)
+		for _, row := range sw.Rows {
+			label := row.Point.String()
+			if row.Default {
+				label = "**" + label + " (default)**"
+			}
+			fmt.Fprintf(&b, "| %s | %.4f | %.4f | %.4f | %.2f | %.2f |\n", label, row.NDCG10, row.MRR10, row.Recall, millis(row.P50), millis(row.P99))
+		}
+		if sw.Test == nil {
+			b.WriteString("\nThe default is the best point.\n")
+		} else {
+			fmt.Fprintf(&b, "\nBest (`%s`) vs default (`%s`): %s. The best point was picked on these same queries, so "+
+				"confirm a change on another split before adopting it.\n", sw.Rows[sw.Best].Point, sw.Rows[sw.Default].Point, sw.Test)
+		}
+		fmt.Fprintf(&b, "\n![Sweep](%s)\n", SweepChart)
+	}
+
+	if c := r.Baseline; c != nil {
+		fmt.Fprintf(&b, "\n## Compared with %s\n\n", c.Baseline)
+		for _, w := range c.Warnings {
+			fmt.Fprintf(&b, "- warning: %s\n", w)
+		}
+		if len(c.Warnings) > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString("| mode | nDCG@10 baseline → now | Δ | p (randomisation) | p (t-test) | ΔRecall@100 | ΔMRR@10 | Δp50 ms |\n|---|---|---|---|---|---|---|---|\n")
+		for _, d := range c.Modes {
+			pr, pt := "–", "–"
+			if d.Test != nil {
+				pr = fmt.Sprintf("%.4f", d.Test.P)
+				if !math.IsNaN(d.Test.PT) {
+					pt = fmt.Sprintf("%.4f", d.Test.PT)
+				}
+			}
+			fmt.Fprintf(&b, "| %s | %.4f → %.4f | %+.4f | %s | %s | %+.4f | %+.4f | %+.2f |\n", d.Mode, d.Base.NDCG10, d.Cur.NDCG10,
+				d.Cur.NDCG10-d.Base.NDCG10, pr, pt, d.Cur.Recall100-d.Base.Recall100, d.Cur.MRR10-d.Base.MRR10, millis(d.Cur.P50-d.Base.P50))
+		}
+	}
+
+	if len(r.Settings) > 0 {
+		b.WriteString("\n## Settings\n\n| setting | value |\n|---|---|\n")
+		for _, k := range sortedModes(r.Settings) {
+			if k == "command" {
+				continue
+			}
+			fmt.Fprintf(&b, "| %s | %s |\n", k, strings.ReplaceAll(r.Settings[k], "|", `\|`))
+		}
+	}
+	fmt.Fprintf(&b, "\n`%s` has every number above and per-query nDCG@10 (for `--baseline`); `%s` has, per query, "+
+		"the relevant ids and the ids each system returned, for error analysis.\n", ResultFile, PerQueryFile)
+	return b.String()
+}

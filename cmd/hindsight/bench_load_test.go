@@ -1,0 +1,88 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestBenchLoadGrow grows a small generated data set in two steps through
+// the API and checks the measurements, the growth exponents and the report.
+// It asserts shapes and bounds, never timings.
+func TestBenchLoadGrow(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	err := run(ctx, []string{"bench", "load", "--grow", "60,120", "--messages", "6", "--users", "3", "--queries", "20",
+		"--concurrency", "4", "--out", out, "--json"}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("bench load: %v\n%s", err, stderr.String())
+	}
+	if stderr.Len() != 0 {
+		t.Errorf("--json should be quiet, stderr has:\n%s", stderr.String())
+	}
+	var r struct {
+		Modes []string `json:"modes"`
+		Steps []struct {
+			Sessions     int     `json:"sessions"`
+			Messages     int     `json:"messages"`
+			IngestMsgsPS float64 `json:"ingest_messages_per_s"`
+			LagP50ms     float64 `json:"index_lag_p50_ms"`
+			LagP99ms     float64 `json:"index_lag_p99_ms"`
+			Query        map[string]struct {
+				P50ms float64 `json:"p50_ms"`
+				P99ms float64 `json:"p99_ms"`
+			} `json:"query"`
+			RebuildPS       float64 `json:"rebuild_sessions_per_s"`
+			HeapBytes       uint64  `json:"heap_bytes"`
+			BytesPerSession float64 `json:"disk_bytes_per_session"`
+		} `json:"steps"`
+		Growth map[string]float64 `json:"growth_exponents"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+		t.Fatalf("stdout is not one JSON object: %v\n%s", err, stdout.String())
+	}
+	if len(r.Steps) != 2 || r.Steps[0].Sessions != 60 || r.Steps[1].Sessions != 120 {
+		t.Fatalf("steps = %+v, want 60 then 120 sessions", r.Steps)
+	}
+	for _, s := range r.Steps {
+		if s.Messages < 2*s.Sessions || s.IngestMsgsPS <= 0 || s.LagP99ms < s.LagP50ms || s.RebuildPS <= 0 || s.HeapBytes == 0 || s.BytesPerSession <= 0 {
+			t.Errorf("step %d: implausible %+v", s.Sessions, s)
+		}
+		for _, path := range []string{"fulltext/inprocess", "fulltext/http"} {
+			if q, ok := s.Query[path]; !ok || q.P50ms <= 0 || q.P99ms < q.P50ms {
+				t.Errorf("step %d: query %s = %+v", s.Sessions, path, q)
+			}
+		}
+	}
+	if r.Steps[1].Messages <= r.Steps[0].Messages {
+		t.Errorf("messages did not grow: %d then %d", r.Steps[0].Messages, r.Steps[1].Messages)
+	}
+	if _, ok := r.Growth["fulltext query p50"]; !ok {
+		t.Errorf("growth exponents = %v, want one for fulltext query p50", r.Growth)
+	}
+	checkFiles(t, out, "report.md", "result.json", "growth_latency.svg", "growth_memory.svg", "growth_ingest.svg")
+	md, _ := os.ReadFile(filepath.Join(out, "report.md"))
+	if !strings.Contains(string(md), "| 120 |") || !strings.Contains(string(md), "cost ∝ sessions^b") {
+		t.Errorf("report.md lacks the steps or the growth table:\n%s", md)
+	}
+
+	// Same seed, same traffic: a second run ingests the same number of
+	// messages.
+	stdout.Reset()
+	if err := run(ctx, []string{"bench", "load", "--sessions", "60", "--messages", "6", "--users", "3", "--queries", "5",
+		"--skip-rebuild", "--json"}, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stdout.String(), `"messages":`+itoa(r.Steps[0].Messages)+",") {
+		t.Errorf("second run of seed 1 ingested another number of messages than %d:\n%s", r.Steps[0].Messages, stdout.String())
+	}
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }

@@ -1,0 +1,170 @@
+// Command hindsight bench relevance --peers weaviate-*: Weaviate's own BM25
+// and hybrid search over the same documents, with vectors of the same
+// embedder.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+
+	"github.com/hindsight-dev/hindsight/bench"
+	"github.com/hindsight-dev/hindsight/vectors"
+	"github.com/hindsight-dev/hindsight/vectors/weaviate"
+	"github.com/hindsight-dev/hindsight/vectors/weaviate/weaviatetest"
+)
+
+// weaviateModes maps the peer names to the weaviate package's search modes.
+var weaviateModes = map[string]string{
+	peerWeaviateBM25:     weaviate.PeerBM25,
+	peerWeaviateHybrid:   weaviate.PeerHybridRanked,
+	peerWeaviateRelative: weaviate.PeerHybridRelative,
+}
+
+// weaviateGroup is the one Weaviate collection the Weaviate peers of a run
+// share: the corpus is embedded and indexed once, and each peer searches it
+// in its own mode. It closes the collection (and a server it launched) when
+// the last peer is closed.
+type weaviateGroup struct {
+	mu     sync.Mutex
+	peer   *weaviate.Peer
+	server *weaviatetest.Server // launched for this run; nil with WEAVIATE_URL
+	emb    vectors.Embedder     // nil: BM25 only
+	window int                  // words per embedded window; 0 = the whole text
+	owner  string               // the peer whose Index calls index the corpus
+	open   int
+}
+
+// openWeaviatePeer returns the peer name searching the run's shared Weaviate
+// collection, connecting on first use: to WEAVIATE_URL, or else to a
+// weaviate-server this run launches from the pinned binary (make weaviate).
+// The hybrid peers need an embedder; their documents are cut into the same
+// windows Hindsight's embedding stage uses and embedded with the same
+// embedder, so both systems search the same vectors.
+func openWeaviatePeer(ctx context.Context, name string, env *peerEnv) (bench.Peer, error) {
+	mode := weaviateModes[name]
+	if mode != weaviate.PeerBM25 && env.embedder == nil {
+		return nil, errors.New("the hybrid peers need an embedder for the vectors: --embedder local or openai")
+	}
+	if env.weaviate == nil {
+		g, err := openWeaviateGroup(ctx, env)
+		if err != nil {
+			return nil, err
+		}
+		g.owner = name
+		env.weaviate = g
+	}
+	g := env.weaviate
+	g.mu.Lock()
+	g.open++
+	g.mu.Unlock()
+	return &weaviatePeer{g: g, name: name, mode: mode}, nil
+}
+
+func openWeaviateGroup(ctx context.Context, env *peerEnv) (*weaviateGroup, error) {
+	g := &weaviateGroup{emb: env.embedder}
+	if env.embedder != nil && env.embedder.Model() == vectors.LocalModel {
+		g.window = 64 // as serve's embedding stage for the offline model
+	}
+	url := env.weaviateURL
+	if url == "" {
+		bin, err := weaviatetest.Binary()
+		if err != nil {
+			return nil, fmt.Errorf("no Weaviate to run the peers on: set WEAVIATE_URL, or build the pinned server with `make weaviate` (%w)", err)
+		}
+		fmt.Fprintf(env.progress, "starting weaviate-server for the peers (%s)\n", bin)
+		srv, err := weaviatetest.Launch(ctx, bin, filepath.Join(env.work, "weaviate"))
+		if err != nil {
+			return nil, fmt.Errorf("start weaviate-server: %w", err)
+		}
+		g.server, url = srv, srv.URL
+	}
+	p, err := weaviate.OpenPeer(ctx, weaviate.Config{URL: url, APIKey: env.weaviateKey})
+	if err != nil {
+		if g.server != nil {
+			g.server.Stop()
+		}
+		return nil, err
+	}
+	g.peer = p
+	return g, nil
+}
+
+// index embeds (for the hybrid peers) and indexes docs.
+func (g *weaviateGroup) index(ctx context.Context, docs []bench.Doc) error {
+	pd := make([]weaviate.PeerDoc, len(docs))
+	var texts []string
+	for i, d := range docs {
+		pd[i] = weaviate.PeerDoc{ID: d.ID, Title: d.Title, Text: d.Text}
+		if g.emb == nil {
+			continue
+		}
+		if g.window > 0 {
+			pd[i].Chunks = weaviate.PeerChunks(d.Text, g.window)
+		} else {
+			pd[i].Chunks = []string{d.Text}
+		}
+		texts = append(texts, pd[i].Chunks...)
+	}
+	if g.emb != nil {
+		vs, err := g.emb.Embed(ctx, texts)
+		if err != nil {
+			return fmt.Errorf("embed peer documents: %w", err)
+		}
+		for i := range pd {
+			n := len(pd[i].Chunks)
+			pd[i].Vectors, vs = vs[:n], vs[n:]
+		}
+	}
+	return g.peer.Index(ctx, pd)
+}
+
+func (g *weaviateGroup) release() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.open--
+	if g.open > 0 || g.peer == nil {
+		return nil
+	}
+	err := g.peer.Close()
+	g.peer = nil
+	if g.server != nil {
+		err = errors.Join(err, g.server.Stop())
+	}
+	return err
+}
+
+// weaviatePeer is one search mode over the shared collection.
+type weaviatePeer struct {
+	g          *weaviateGroup
+	name, mode string
+}
+
+func (p *weaviatePeer) Name() string { return p.name }
+
+// Index indexes docs once for all the Weaviate peers: the first one opened
+// does it, the others accept and ignore the same documents.
+func (p *weaviatePeer) Index(ctx context.Context, docs []bench.Doc) error {
+	if p.name != p.g.owner {
+		return nil
+	}
+	return p.g.index(ctx, docs)
+}
+
+// Search embeds the query for the hybrid modes (its time counts, as it does
+// for Hindsight's hybrid mode) and asks Weaviate.
+func (p *weaviatePeer) Search(ctx context.Context, q string, k int) ([]string, error) {
+	var qv []float32
+	if p.mode != weaviate.PeerBM25 {
+		vs, err := p.g.emb.Embed(ctx, []string{q})
+		if err != nil {
+			return nil, fmt.Errorf("embed query: %w", err)
+		}
+		qv = vs[0]
+	}
+	return p.g.peer.Search(ctx, p.mode, q, qv, k)
+}
+
+func (p *weaviatePeer) Close() error { return p.g.release() }
