@@ -9,8 +9,10 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -115,7 +117,13 @@ func TestNearestAgreesWithEmbedded10k(t *testing.T) {
 	}
 	srv := weaviatetest.Shared(t)
 	ctx := context.Background()
-	const n, dim, perSession, queries, k = 10_000, 512, 10, 50, 10
+	const dim, perSession, queries, k = 512, 10, 50, 10
+	// HINDSIGHT_COMPARE_VECTORS measures at another size (the issue's
+	// latency comparison is at 100,000); the test's assertions are the same.
+	n := 10_000
+	if v, err := strconv.Atoi(os.Getenv("HINDSIGHT_COMPARE_VECTORS")); err == nil && v >= 1000 {
+		n = v
+	}
 	for _, c := range []struct {
 		name    string
 		vectors func(r *rand.Rand) [][]float32
@@ -163,13 +171,15 @@ func TestNearestAgreesWithEmbedded10k(t *testing.T) {
 				t.Logf("%T: upsert of %d vectors took %v", st, n, time.Since(start).Round(time.Millisecond))
 			}
 			var sum float64
-			var lat time.Duration
+			var lat, exactLat time.Duration
 			for _, q := range c.queries(r, data) {
+				start := time.Now()
 				want, err := emb.Nearest(ctx, "u1", q, k)
+				exactLat += time.Since(start)
 				if err != nil {
 					t.Fatal(err)
 				}
-				start := time.Now()
+				start = time.Now()
 				got, err := wst.Nearest(ctx, "u1", q, k)
 				lat += time.Since(start)
 				if err != nil {
@@ -198,7 +208,8 @@ func TestNearestAgreesWithEmbedded10k(t *testing.T) {
 				sum += float64(same) / k
 			}
 			overlap := sum / queries
-			t.Logf("mean top-%d overlap with the exact store over %d queries: %.3f (weaviate mean latency %v)", k, queries, overlap, (lat / queries).Round(time.Microsecond))
+			t.Logf("%d vectors: mean top-%d overlap with the exact store over %d queries: %.3f; mean latency exact %v, weaviate HNSW %v (exact/HNSW %.2f)",
+				n, k, queries, overlap, (exactLat / queries).Round(time.Microsecond), (lat / queries).Round(time.Microsecond), float64(exactLat)/float64(lat))
 			if overlap < 0.9 {
 				t.Errorf("mean top-%d overlap %.3f, want >= 0.9", k, overlap)
 			}
