@@ -7,14 +7,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/cookiejar"
-	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/hindsight-dev/hindsight/accounts"
@@ -25,34 +23,7 @@ import (
 // default cost takes seconds under the race detector).
 func newDashboardApp(t *testing.T) *testApp {
 	t.Helper()
-	ctx := context.Background()
-	dir := t.TempDir()
-	a, err := buildApp(ctx, serveConfig{Data: dir, bcryptCost: bcrypt.MinCost}, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	bg, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		a.start(bg)
-	}()
-	srv := httptest.NewServer(a.handler)
-	ta := &testApp{t: t, app: a, srv: srv, dir: dir}
-	ta.stop = func() {
-		srv.Close()
-		cancel()
-		<-done
-		if err := a.Close(ctx); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	}
-	t.Cleanup(func() {
-		if ta.stop != nil {
-			ta.stop()
-		}
-	})
-	return ta
+	return newTestAppConfig(t, serveConfig{Data: t.TempDir(), bcryptCost: bcrypt.MinCost})
 }
 
 func noRedirects(jar http.CookieJar) *http.Client {

@@ -37,8 +37,16 @@ func newTestApp(t *testing.T, dir string) *testApp {
 // newTestAppWith wires an app with the given embedder and vector store settings.
 func newTestAppWith(t *testing.T, dir string, sem semanticConfig) *testApp {
 	t.Helper()
+	return newTestAppConfig(t, serveConfig{Data: dir, Semantic: sem})
+}
+
+// newTestAppConfig wires an app for cfg, runs its background work, serves it
+// on loopback and stops it all at cleanup.
+func newTestAppConfig(t *testing.T, cfg serveConfig) *testApp {
+	t.Helper()
 	ctx := context.Background()
-	a, err := buildApp(ctx, serveConfig{Data: dir, Semantic: sem}, zerolog.Nop())
+	dir := cfg.Data
+	a, err := buildApp(ctx, cfg, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
