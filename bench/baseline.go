@@ -87,9 +87,19 @@ func PrintComparison(w io.Writer, c *Comparison) {
 				pt = fmt.Sprintf("%.4f", d.Test.PT)
 			}
 		}
-		fmt.Fprintf(w, "%-26s %.4f → %.4f %+10.4f %+10.4f %+11.2f %9s %9s %s\n", d.Mode, d.Base.NDCG10, d.Cur.NDCG10,
-			d.Cur.Recall100-d.Base.Recall100, d.Cur.MRR10-d.Base.MRR10, millis(d.Cur.P50-d.Base.P50), pr, pt, d.verdict())
+		fmt.Fprintf(w, "%-26s %.4f → %.4f %10s %10s %+11.2f %9s %9s %s\n", d.Mode, d.Base.NDCG10, d.Cur.NDCG10,
+			delta4(d.Cur.Recall100-d.Base.Recall100), delta4(d.Cur.MRR10-d.Base.MRR10), millis(d.Cur.P50-d.Base.P50), pr, pt, d.verdict())
 	}
+}
+
+// delta4 formats a difference of two metrics with a sign and 4 decimals.
+// A baseline read from result.json holds metrics rounded to 4 decimals, so
+// differences below the last digit are shown as +0.0000, not -0.0000.
+func delta4(d float64) string {
+	if math.Abs(d) < 5e-5 {
+		d = 0
+	}
+	return fmt.Sprintf("%+.4f", d)
 }
 
 // verdict is a short reading of the delta for humans.

@@ -179,6 +179,9 @@ func lineChart(path, title, xLabel, yLabel string, ss []series, logX, logY bool,
 	if xTicks != nil {
 		p.X.Tick.Marker = plot.ConstantTicks(xTicks)
 	}
+	if !logY {
+		p.Y.Min = 0 // a linear quantity axis starts at zero, so heights compare
+	}
 	p.Add(plotter.NewGrid())
 	legend := plot.NewLegend()
 	legend.TextStyle.Font.Size = vg.Points(10)

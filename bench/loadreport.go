@@ -250,6 +250,9 @@ func LoadMarkdown(r *LoadResult) string {
 			}
 		}
 	}
+	b.WriteString("\nIndex lag is measured under a bulk ingest that outruns the indexer: it is the backlog such an import builds up, " +
+		"not the lag of one live message. Heap is what the Go process allocates; RSS also counts the resident pages of the " +
+		"memory-mapped records (bbolt) and index files, so with memory to spare it follows the disk size.\n")
 	fmt.Fprintf(&b, "\n![Latency](%s)\n\n![Memory and disk per session](%s)\n\n![Throughput](%s)\n", GrowthLatencyChart, GrowthMemoryChart, GrowthIngestChart)
 	if len(r.Settings) > 0 {
 		b.WriteString("\n## Settings\n\n| setting | value |\n|---|---|\n")

@@ -340,8 +340,10 @@ func ReadResult(path string) (*RelevanceResult, error) {
 	return &r, nil
 }
 
-func round4(x float64) float64 { return math.Round(x*1e4) / 1e4 }
-func round6(x float64) float64 { return math.Round(x*1e6) / 1e6 }
+// round4 and round6 round to 4 and 6 decimals; adding 0 turns a -0 (a
+// tiny negative difference) into 0, so JSON never says -0.
+func round4(x float64) float64 { return math.Round(x*1e4)/1e4 + 0 }
+func round6(x float64) float64 { return math.Round(x*1e6)/1e6 + 0 }
 
 func fromMillis(ms float64) time.Duration { return time.Duration(math.Round(ms * 1e6)) }
 

@@ -199,8 +199,8 @@ func RelevanceMarkdown(r *RelevanceResult) string {
 					pt = fmt.Sprintf("%.4f", d.Test.PT)
 				}
 			}
-			fmt.Fprintf(&b, "| %s | %.4f → %.4f | %+.4f | %s | %s | %+.4f | %+.4f | %+.2f |\n", d.Mode, d.Base.NDCG10, d.Cur.NDCG10,
-				d.Cur.NDCG10-d.Base.NDCG10, pr, pt, d.Cur.Recall100-d.Base.Recall100, d.Cur.MRR10-d.Base.MRR10, millis(d.Cur.P50-d.Base.P50))
+			fmt.Fprintf(&b, "| %s | %.4f → %.4f | %s | %s | %s | %s | %s | %+.2f |\n", d.Mode, d.Base.NDCG10, d.Cur.NDCG10,
+				delta4(d.Cur.NDCG10-d.Base.NDCG10), pr, pt, delta4(d.Cur.Recall100-d.Base.Recall100), delta4(d.Cur.MRR10-d.Base.MRR10), millis(d.Cur.P50-d.Base.P50))
 		}
 	}
 

@@ -150,7 +150,9 @@ func benchLoad(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		res.Steps = append(res.Steps, st)
 		if l := loadAverage(); l != "" {
-			res.Settings[fmt.Sprintf("load average after %d", n)] = l
+			// Timings are wall time: say how busy the machine was.
+			key := "load average after each step (1 minute)"
+			res.Settings[key] = strings.TrimPrefix(res.Settings[key]+", "+l, ", ")
 		}
 		if !*asJSON {
 			bench.PrintLoad(stdout, res.Steps[len(res.Steps)-1:], modeList)
