@@ -26,6 +26,21 @@ type IngestOptions struct {
 	Concurrency   int    // clients posting singles at once; 0 = 32
 	Seed          uint64 // generator seed
 	Progress      io.Writer
+	// Indexer, when set, is the server's indexing pipeline: after each phase
+	// the run waits until everything is indexed and reports the index lag.
+	Indexer *Indexer
+}
+
+// Indexer is what the ingest benchmark needs of the server's indexing
+// pipeline.
+type Indexer struct {
+	// Lags returns (and forgets) each indexed session's write-to-searchable
+	// delay: from its oldest write not yet indexed until the index took it.
+	Lags func() []time.Duration
+	// WaitIdle returns once nothing is left to index.
+	WaitIdle func(context.Context) error
+	// Pending, optional, is the number of sessions waiting, for the progress bar.
+	Pending func() int
 }
 
 func (o IngestOptions) withDefaults() IngestOptions {
@@ -60,6 +75,28 @@ type Phase struct {
 	P99ms       float64       `json:"p99_ms"`
 	CeilingPS   float64       `json:"raw_bbolt_ceiling_per_s"`
 	CeilingNote string        `json:"raw_bbolt_ceiling"`
+	// Index lag of the phase's writes (with IngestOptions.Indexer), and how
+	// long indexing went on after the last write of the phase.
+	LagP50ms     float64 `json:"index_lag_p50_ms,omitempty"`
+	LagP99ms     float64 `json:"index_lag_p99_ms,omitempty"`
+	LagMaxms     float64 `json:"index_lag_max_ms,omitempty"`
+	IndexedAfter float64 `json:"indexed_s_after_phase,omitempty"`
+}
+
+// indexed waits for the indexer to catch up with the phase and records
+// its lag.
+func (p *Phase) indexed(ctx context.Context, ix *Indexer, progressOut io.Writer) error {
+	if ix == nil {
+		return nil
+	}
+	start := time.Now()
+	if err := WaitIdle(ctx, "indexing", ix.WaitIdle, ix.Pending, progressOut); err != nil {
+		return err
+	}
+	p.IndexedAfter = time.Since(start).Seconds()
+	lags := ix.Lags()
+	p.LagP50ms, p.LagP99ms, p.LagMaxms = millis(Percentile(lags, 50)), millis(Percentile(lags, 99)), millis(Percentile(lags, 100))
+	return nil
 }
 
 func (p *Phase) finish(lat []time.Duration) {
@@ -171,6 +208,9 @@ func RunIngest(ctx context.Context, c *Client, dir string, o IngestOptions) (Ing
 	w := buildWorkload(o)
 	var res IngestResult
 
+	if o.Indexer != nil {
+		o.Indexer.Lags() // only this run's writes count
+	}
 	// Batch phase: a few plugins uploading history at once.
 	res.Batch = Phase{Name: fmt.Sprintf("batches of %d messages", o.BatchSize), Messages: o.BatchMessages, Requests: len(w.batches)}
 	lat, elapsed, err := drive(ctx, len(w.batches), 2, o.Progress, "batch", func(i int) error {
@@ -181,6 +221,9 @@ func RunIngest(ctx context.Context, c *Client, dir string, o IngestOptions) (Ing
 	}
 	res.Batch.Elapsed = elapsed
 	res.Batch.finish(lat)
+	if err := res.Batch.indexed(ctx, o.Indexer, o.Progress); err != nil {
+		return res, err
+	}
 	ceil, err := rawBatchCeiling(dir, w.records, o.BatchSize)
 	if err != nil {
 		return res, err
@@ -197,6 +240,9 @@ func RunIngest(ctx context.Context, c *Client, dir string, o IngestOptions) (Ing
 	}
 	res.Single.Elapsed = elapsed
 	res.Single.finish(lat)
+	if err := res.Single.indexed(ctx, o.Indexer, o.Progress); err != nil {
+		return res, err
+	}
 	ceil, err = rawSingleCeiling(dir, w.singles, o.Concurrency)
 	if err != nil {
 		return res, err
@@ -320,4 +366,12 @@ func PrintIngest(w io.Writer, r IngestResult) {
 		fmt.Fprintf(w, "%-36s %10.0f %10.0f %9.2f %9.2f %14.0f %8.2f\n", p.Name, p.MessagesPS, p.RequestsPS, p.P50ms, p.P99ms, p.CeilingPS, p.MessagesPS/p.CeilingPS)
 	}
 	fmt.Fprintln(w, "ratio = Hindsight messages/s over the raw bbolt ceiling for the same records in the same run.")
+	if r.Batch.LagP99ms > 0 || r.Single.LagP99ms > 0 {
+		fmt.Fprintf(w, "\n%-36s %12s %12s %12s %16s\n", "phase", "lag p50 ms", "lag p99 ms", "lag max ms", "indexed after s")
+		for _, p := range []Phase{r.Batch, r.Single} {
+			fmt.Fprintf(w, "%-36s %12.0f %12.0f %12.0f %16.2f\n", p.Name, p.LagP50ms, p.LagP99ms, p.LagMaxms, p.IndexedAfter)
+		}
+		fmt.Fprintln(w, "lag = from a session's oldest write not yet indexed until the index took it, over the sessions the phase wrote;")
+		fmt.Fprintln(w, "indexed after = how long indexing went on after the phase's last response.")
+	}
 }

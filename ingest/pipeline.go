@@ -176,9 +176,10 @@ func (p *Pipeline) DrainOnce(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("clear outbox: %w", err)
 	}
 	p.mu.Lock()
-	for _, d := range docs {
-		// Imports carry historical times; only live writes say something about lag.
-		if lag := now.Sub(time.UnixMilli(d.Session.UpdatedAt)); !d.Deleted && lag >= 0 && lag < time.Hour {
+	for i, d := range dirty {
+		// The lag of the oldest write this step made searchable. Entries
+		// from older data files carry no time.
+		if lag := now.Sub(d.Since); !docs[i].Deleted && !d.Since.IsZero() && lag >= 0 {
 			p.lag = append(p.lag, lag)
 			if p.opts.OnLag != nil {
 				p.opts.OnLag(lag)
@@ -307,14 +308,14 @@ func (p *Pipeline) Lags() []time.Duration {
 // WaitIdle blocks until the outbox is empty (tests and the bench use it).
 func (p *Pipeline) WaitIdle(ctx context.Context) error {
 	for {
-		var n int
+		var busy bool
 		if err := p.store.View(ctx, func(tx *kv.Tx) error {
-			n = len(tx.DirtySessions(1))
+			busy = tx.HasDirty()
 			return nil
 		}); err != nil {
 			return err
 		}
-		if n == 0 {
+		if !busy {
 			return nil
 		}
 		p.Notify()

@@ -2,7 +2,6 @@ package kv
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -80,7 +79,7 @@ func (s *Store) Check() error {
 		_ = tx.bucket(bucketOutbox).ForEach(func(k, v []byte) error {
 			// An entry may name a session that is gone: that is how a deletion
 			// reaches the index and the vector store.
-			if len(k) != 2*IDLen || len(v) != 8 || binary.BigEndian.Uint64(v) == 0 {
+			if _, _, ok := parseOutbox(v); len(k) != 2*IDLen || !ok {
 				fail("outbox entry %q malformed", k)
 			}
 			return nil

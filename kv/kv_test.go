@@ -289,12 +289,14 @@ func TestClearDirtyKeepsEntryRemarkedAfterRead(t *testing.T) {
 	st := kvtest.Open(t)
 	u := createUsers(t, st, 1)[0]
 	s := kv.Session{ID: kv.NewID(), UserID: u.ID, ExternalID: "s", Source: "pi", CreatedAt: 1, UpdatedAt: 1}
+	before := time.Now()
 	mustCommit(t, st, func(tx *kv.Tx) error {
 		if err := tx.PutSession(&s, 0); err != nil {
 			return err
 		}
 		return tx.MarkDirty(u.ID, s.ID)
 	})
+	marked := time.Now()
 	dirty := func() []kv.Dirty {
 		var d []kv.Dirty
 		_ = st.View(ctx, func(tx *kv.Tx) error { d = tx.DirtySessions(0); return nil })
@@ -304,13 +306,24 @@ func TestClearDirtyKeepsEntryRemarkedAfterRead(t *testing.T) {
 	if len(read) != 1 || read[0].UserID != u.ID || read[0].SessionID != s.ID || read[0].Version == 0 {
 		t.Fatalf("DirtySessions = %+v, want one entry for the session", read)
 	}
-	// ...a new write marks the session again while it is being indexed...
+	if since := read[0].Since; since.Before(before) || since.After(marked) {
+		t.Fatalf("Since = %v, want the time of the first write (between %v and %v)", since, before, marked)
+	}
+	// ...a new write marks the session again while it is being indexed; the
+	// entry still waits for the first write...
 	mustCommit(t, st, func(tx *kv.Tx) error { return tx.MarkDirty(u.ID, s.ID) })
-	// ...so clearing the old version must keep it.
+	if d := dirty(); len(d) != 1 || !d[0].Since.Equal(read[0].Since) {
+		t.Fatalf("after a second write: outbox = %+v, want Since kept at %v", d, read[0].Since)
+	}
+	// ...so clearing the old version must keep it, now waiting only for
+	// the writes after the indexer's read.
 	mustCommit(t, st, func(tx *kv.Tx) error { return tx.ClearDirty(read[0]) })
 	again := dirty()
 	if len(again) != 1 || again[0].Version <= read[0].Version {
 		t.Fatalf("after ClearDirty of a stale version: outbox = %+v, want the re-marked entry (version > %d)", again, read[0].Version)
+	}
+	if !again[0].Since.After(read[0].Since) || again[0].Since.After(time.Now()) {
+		t.Errorf("after ClearDirty of a stale version: Since = %v, want when the indexer read the entry (after %v)", again[0].Since, read[0].Since)
 	}
 	// Clearing the current version removes it.
 	mustCommit(t, st, func(tx *kv.Tx) error { return tx.ClearDirty(again[0]) })
@@ -348,6 +361,39 @@ func TestDirtySessionsLimit(t *testing.T) {
 		}
 		if got := tx.OutboxLen(); got != 5 {
 			t.Errorf("OutboxLen = %d, want 5", got)
+		}
+		return nil
+	})
+}
+
+// TestDirtySessionsOldestFirst: an indexer that falls behind serves
+// sessions in the order they were written, whatever their keys.
+func TestDirtySessionsOldestFirst(t *testing.T) {
+	st := kvtest.Open(t)
+	u := createUsers(t, st, 1)[0]
+	var ids []string
+	for i := range 6 {
+		id := kv.NewID()
+		mustCommit(t, st, func(tx *kv.Tx) error {
+			s := kv.Session{ID: id, UserID: u.ID, ExternalID: fmt.Sprint(i), Source: "pi", CreatedAt: 1, UpdatedAt: 1}
+			if err := tx.PutSession(&s, 0); err != nil {
+				return err
+			}
+			return tx.MarkDirty(u.ID, id)
+		})
+		ids = append(ids, id)
+		time.Sleep(2 * time.Millisecond) // distinct times whatever the clock's resolution
+	}
+	// A new write to the first session keeps its place at the front.
+	mustCommit(t, st, func(tx *kv.Tx) error { return tx.MarkDirty(u.ID, ids[0]) })
+	_ = st.View(ctx, func(tx *kv.Tx) error {
+		got := tx.DirtySessions(3)
+		var gotIDs []string
+		for _, d := range got {
+			gotIDs = append(gotIDs, d.SessionID)
+		}
+		if !slices.Equal(gotIDs, ids[:3]) {
+			t.Errorf("DirtySessions(3) = %v, want the three written first %v", gotIDs, ids[:3])
 		}
 		return nil
 	})

@@ -34,7 +34,7 @@ var (
 	bucketOrder     = []byte("sessorder") // uid+updatedAt(8, big endian)+sid -> nil
 	bucketMessages  = []byte("messages")  // uid+sid+seq(8) -> Message
 	bucketMsgExt    = []byte("msgext")    // uid+sid+externalId -> seq(8)
-	bucketOutbox    = []byte("outbox")    // uid+sid -> version(8)
+	bucketOutbox    = []byte("outbox")    // uid+sid -> version(8) | since(8, Unix ns)
 	bucketPurge     = []byte("purge")     // uid+sid -> nil: deleted sessions whose messages are still being removed
 	bucketMeta      = []byte("meta")      // schema and component metadata
 )
@@ -146,7 +146,8 @@ func (s *Store) View(ctx context.Context, fn func(*Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return s.db.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx}) })
+	begun := time.Now()
+	return s.db.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx, begun: begun}) })
 }
 
 // Commit runs fn in a read-write transaction and returns once that transaction
@@ -249,7 +250,8 @@ func (s *Store) run(group []*call) {
 // Tx is a transaction handle passed to View and Commit callbacks. It must not
 // be used after the callback returns.
 type Tx struct {
-	tx *bolt.Tx
+	tx    *bolt.Tx
+	begun time.Time // when View was called (zero in write transactions)
 }
 
 func (tx *Tx) bucket(name []byte) *bolt.Bucket { return tx.tx.Bucket(name) }

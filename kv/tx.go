@@ -2,10 +2,13 @@ package kv
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
+	"time"
 )
 
 func get[T any](b interface{ Get([]byte) []byte }, key []byte) (T, error) {
@@ -299,32 +302,91 @@ func (tx *Tx) Messages(userID, sessionID string, fn func(Message) error) error {
 type Dirty struct {
 	UserID, SessionID string
 	Version           uint64
+	// Since is when the oldest write not yet indexed was made (zero for
+	// entries written before this was recorded): the indexer's lag for the
+	// session is the time from Since until it is searchable.
+	Since time.Time
+	// read is when the transaction that read the entry began: every write
+	// after it is missing from what the indexer loaded.
+	read time.Time
 }
 
-// MarkDirty puts the session on the outbox with a fresh version.
+// outbox values are version(8) | since(8, Unix nanoseconds). Values of
+// 8 bytes (version only) come from older data files and are still valid.
+func outboxValue(version uint64, since time.Time) []byte {
+	return cat(u64(version), u64(uint64(since.UnixNano())))
+}
+
+func parseOutbox(v []byte) (version uint64, since time.Time, ok bool) {
+	if len(v) != 8 && len(v) != 16 {
+		return 0, time.Time{}, false
+	}
+	version = binary.BigEndian.Uint64(v)
+	if len(v) == 16 {
+		since = time.Unix(0, int64(binary.BigEndian.Uint64(v[8:])))
+	}
+	return version, since, version != 0
+}
+
+// MarkDirty puts the session on the outbox with a fresh version. An entry
+// already there keeps its Since: the older write is still waiting.
 func (tx *Tx) MarkDirty(userID, sessionID string) error {
 	b := tx.bucket(bucketOutbox)
 	v, err := b.NextSequence()
 	if err != nil {
 		return err
 	}
-	return b.Put(cat([]byte(userID), []byte(sessionID)), u64(v))
+	key := cat([]byte(userID), []byte(sessionID))
+	since := time.Now()
+	if _, old, ok := parseOutbox(b.Get(key)); ok && !old.IsZero() {
+		since = old
+	}
+	return b.Put(key, outboxValue(v, since))
 }
 
-// DirtySessions returns up to limit outbox entries (0 = all).
+// DirtySessions returns up to limit outbox entries (0 = all), those waiting
+// longest first (entries without a time first of all, then by key), so an
+// indexer that falls behind a bulk import serves writes in arrival order
+// instead of starving sessions whose keys sort last. It reads the whole
+// outbox: a few milliseconds per 100,000 entries.
 func (tx *Tx) DirtySessions(limit int) []Dirty {
-	var out []Dirty
+	type entry struct {
+		since   int64 // Unix ns; 0 when unknown
+		key     []byte
+		version uint64
+	}
+	var all []entry
 	c := tx.bucket(bucketOutbox).Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
-		if len(k) != 2*IDLen || len(v) != 8 {
+		version, since, ok := parseOutbox(v)
+		if len(k) != 2*IDLen || !ok {
 			continue
 		}
-		out = append(out, Dirty{UserID: string(k[:IDLen]), SessionID: string(k[IDLen:]), Version: binary.BigEndian.Uint64(v)})
-		if limit > 0 && len(out) == limit {
-			break
+		e := entry{key: k, version: version}
+		if !since.IsZero() {
+			e.since = since.UnixNano()
+		}
+		all = append(all, e)
+	}
+	// Stable: equal times keep key order.
+	slices.SortStableFunc(all, func(a, b entry) int { return cmp.Compare(a.since, b.since) })
+	if limit > 0 && len(all) > limit {
+		all = all[:limit]
+	}
+	out := make([]Dirty, len(all))
+	for i, e := range all {
+		out[i] = Dirty{UserID: string(e.key[:IDLen]), SessionID: string(e.key[IDLen:]), Version: e.version, read: tx.begun}
+		if e.since != 0 {
+			out[i].Since = time.Unix(0, e.since)
 		}
 	}
 	return out
+}
+
+// HasDirty reports whether the outbox has any entry.
+func (tx *Tx) HasDirty() bool {
+	k, _ := tx.bucket(bucketOutbox).Cursor().First()
+	return k != nil
 }
 
 // OutboxLen is the number of dirty sessions.
@@ -332,12 +394,19 @@ func (tx *Tx) OutboxLen() int { return tx.bucket(bucketOutbox).Stats().KeyN }
 
 // ClearDirty removes the entry only if it still has version d.Version, so a
 // write that arrived while the session was being indexed keeps it dirty.
+// Such an entry's Since moves up to when d was read: writes before that
+// are indexed now.
 func (tx *Tx) ClearDirty(d Dirty) error {
 	b := tx.bucket(bucketOutbox)
 	key := cat([]byte(d.UserID), []byte(d.SessionID))
-	v := b.Get(key)
-	if len(v) == 8 && binary.BigEndian.Uint64(v) == d.Version {
+	version, since, ok := parseOutbox(b.Get(key))
+	switch {
+	case !ok:
+		return nil
+	case version == d.Version:
 		return b.Delete(key)
+	case !d.read.IsZero() && d.read.After(since):
+		return b.Put(key, outboxValue(version, d.read))
 	}
 	return nil
 }

@@ -123,13 +123,14 @@ func benchIngest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if !*asJSON {
 		o.Progress = stderr
 	}
-	c, _, stop, err := benchServer(ctx, dir+"/data", zerolog.Nop(), func(cfg *serveConfig) error {
-		return applyVectors(cfg, benchVectorConfig{Embedder: "none", Store: "embedded"}) // measure the write path alone
+	c, a, stop, err := benchServer(ctx, dir+"/data", zerolog.Nop(), func(cfg *serveConfig) error {
+		return applyVectors(cfg, benchVectorConfig{Embedder: "none", Store: "embedded"}) // measure the write path and full-text indexing
 	})
 	if err != nil {
 		return err
 	}
 	defer stop()
+	o.Indexer = &bench.Indexer{Lags: a.pipeline.Lags, WaitIdle: a.pipeline.WaitIdle, Pending: outboxDepth(a.store)}
 	res, err := bench.RunIngest(ctx, c, dir, o)
 	if err != nil {
 		return fmt.Errorf("bench ingest: %w", err)

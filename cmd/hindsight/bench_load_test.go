@@ -86,3 +86,42 @@ func TestBenchLoadGrow(t *testing.T) {
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// TestBenchIngestReportsIndexLag runs a small ingest bench and checks that
+// each phase reports throughput, its raw ceiling and the index lag of its
+// writes, which only the indexer can produce. Shapes, never timings.
+func TestBenchIngestReportsIndexLag(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	err := run(ctx, []string{"bench", "ingest", "--batch-messages", "1200", "--batch-size", "200", "--singles", "300",
+		"--concurrency", "4", "--dir", t.TempDir(), "--json"}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("bench ingest: %v\n%s", err, stderr.String())
+	}
+	var r map[string]struct {
+		Messages     int     `json:"messages"`
+		MessagesPS   float64 `json:"messages_per_s"`
+		CeilingPS    float64 `json:"raw_bbolt_ceiling_per_s"`
+		LagP50ms     float64 `json:"index_lag_p50_ms"`
+		LagP99ms     float64 `json:"index_lag_p99_ms"`
+		LagMaxms     float64 `json:"index_lag_max_ms"`
+		IndexedAfter float64 `json:"indexed_s_after_phase"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+		t.Fatalf("stdout is not one JSON object: %v\n%s", err, stdout.String())
+	}
+	for _, phase := range []string{"batch", "single"} {
+		p, ok := r[phase]
+		if !ok {
+			t.Fatalf("no %q phase in %s", phase, stdout.String())
+		}
+		if p.Messages == 0 || p.MessagesPS <= 0 || p.CeilingPS <= 0 {
+			t.Errorf("%s: implausible throughput %+v", phase, p)
+		}
+		// Indexing takes time, so a zero lag would mean it was not measured.
+		if p.LagP50ms <= 0 || p.LagP99ms < p.LagP50ms || p.LagMaxms < p.LagP99ms || p.IndexedAfter <= 0 {
+			t.Errorf("%s: implausible index lag %+v", phase, p)
+		}
+	}
+}
