@@ -1,10 +1,18 @@
-// Package bench measures how well Hindsight ranks: it loads BEIR-layout
-// relevance datasets, scores ranked lists with the standard IR metrics
-// (nDCG, recall, MRR, as computed by BEIR through pytrec_eval), summarises
-// latency, and tests whether the difference between two systems is
-// significant.
+// Package bench is Hindsight's benchmark suite, run by `hindsight bench`:
 //
-// The package depends only on the standard library.
+//   - relevance: loads BEIR-layout datasets (beir.go), scores ranked lists
+//     with the standard IR metrics (this file: nDCG, recall, MRR, as BEIR
+//     computes them through pytrec_eval), compares modes, peers (peer.go,
+//     fts5.go), sweeps (sweep.go) and baselines (baseline.go) with paired
+//     significance tests (stats.go), and writes reports (report.go, charts.go);
+//   - load: grows generated sessions (gen.go) through the API and measures
+//     cost as the data grows (load.go, loadreport.go);
+//   - ingest: replays plugin traffic and measures throughput against raw
+//     bbolt, and index lag (ingest.go).
+//
+// It drives a running Hindsight only through its HTTP API and the small
+// hooks the command wires in (LoadTarget, Indexer); of this module it
+// imports only progress, for its bars.
 package bench
 
 import (

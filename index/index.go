@@ -101,8 +101,8 @@ func (o Options) titleRepeat() (int, error) {
 //
 // A search sees, per index, a consistent snapshot that includes every Put and
 // Delete that returned before it started. The two indexes are written one
-// after the other, so a concurrent reader may briefly see a session's new
-// session document with its old chunks.
+// after the other (or, with PutSessions and PutChunks, at different times),
+// so a reader may see a session's new session document with its old chunks.
 type Index struct {
 	sessions bleve.Index
 	chunks   bleve.Index
@@ -297,6 +297,24 @@ type Chunk struct {
 // two indexes: if it returns an error, some documents may be written; calling
 // it again with the same sessions repairs that.
 func (ix *Index) Put(ctx context.Context, sessions []Session) error {
+	return ix.put(ctx, sessions, true, true)
+}
+
+// PutSessions writes only the session documents (what Search with Kind
+// Sessions reads), ignoring Chunks. Session documents cost less than half of
+// a Put, so an indexer that falls behind can make new sessions searchable
+// first and write their chunks (PutChunks) when it has caught up.
+func (ix *Index) PutSessions(ctx context.Context, sessions []Session) error {
+	return ix.put(ctx, sessions, true, false)
+}
+
+// PutChunks writes only the chunk documents (what Kind Chunks reads),
+// ignoring Title and Body, with Put's replace semantics for the chunks.
+func (ix *Index) PutChunks(ctx context.Context, sessions []Session) error {
+	return ix.put(ctx, sessions, false, true)
+}
+
+func (ix *Index) put(ctx context.Context, sessions []Session, withSessions, withChunks bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -322,16 +340,30 @@ func (ix *Index) Put(ctx context.Context, sessions []Session) error {
 		return ErrClosed
 	}
 	start := time.Now()
-	old, err := ix.chunkIDs(ctx, keys)
-	if err != nil {
-		return fmt.Errorf("index: put: find existing chunks: %w", err)
+	var old map[string][]string
+	if withChunks {
+		var err error
+		if old, err = ix.chunkIDs(ctx, keys); err != nil {
+			return fmt.Errorf("index: put: find existing chunks: %w", err)
+		}
 	}
-	sb, cb := ix.sessions.NewBatch(), ix.chunks.NewBatch()
+	var sb, cb *bleve.Batch
+	if withSessions {
+		sb = ix.sessions.NewBatch()
+	}
+	if withChunks {
+		cb = ix.chunks.NewBatch()
+	}
 	nChunks := 0
 	for _, k := range keys {
 		s := sessions[latest[k]]
-		if err := sb.IndexAdvanced(ix.sessionDoc(k, s)); err != nil {
-			return fmt.Errorf("index: put: %w", err)
+		if withSessions {
+			if err := sb.IndexAdvanced(ix.sessionDoc(k, s)); err != nil {
+				return fmt.Errorf("index: put: %w", err)
+			}
+		}
+		if !withChunks {
+			continue
 		}
 		fresh := make(map[string]struct{}, len(s.Chunks))
 		for _, c := range s.Chunks {
@@ -354,7 +386,8 @@ func (ix *Index) Put(ctx context.Context, sessions []Session) error {
 	if err := ix.applyBatches(sb, cb); err != nil {
 		return fmt.Errorf("index: put: %w", err)
 	}
-	ix.log.Debug().Int("sessions", len(keys)).Int("chunks", nChunks).Dur("took", time.Since(start)).Msg("index: put")
+	ix.log.Debug().Int("sessions", len(keys)).Int("chunks", nChunks).Bool("session_docs", withSessions).
+		Dur("took", time.Since(start)).Msg("index: put")
 	return nil
 }
 
@@ -445,20 +478,23 @@ func (ix *Index) chunkIDs(ctx context.Context, keys []string) (map[string][]stri
 
 // applyBatches executes the session and chunk batches concurrently: each
 // builds its in-memory segment on the calling goroutine, so running them side
-// by side uses two cores.
+// by side uses two cores. A nil batch is skipped.
 func (ix *Index) applyBatches(sb, cb *bleve.Batch) error {
 	var wg sync.WaitGroup
-	var cerr error
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if cerr = ix.chunks.Batch(cb); cerr != nil {
-			cerr = fmt.Errorf("chunks: %w", cerr)
+	var cerr, serr error
+	if cb != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if cerr = ix.chunks.Batch(cb); cerr != nil {
+				cerr = fmt.Errorf("chunks: %w", cerr)
+			}
+		}()
+	}
+	if sb != nil {
+		if serr = ix.sessions.Batch(sb); serr != nil {
+			serr = fmt.Errorf("sessions: %w", serr)
 		}
-	}()
-	serr := ix.sessions.Batch(sb)
-	if serr != nil {
-		serr = fmt.Errorf("sessions: %w", serr)
 	}
 	wg.Wait()
 	return errors.Join(serr, cerr)

@@ -183,6 +183,57 @@ func TestPutReplacesSession(t *testing.T) {
 	}
 }
 
+// TestPutParts: PutSessions and PutChunks each write one kind of document,
+// with Put's replace semantics, and together equal one Put.
+func TestPutParts(t *testing.T) {
+	ctx := context.Background()
+	ix := openTest(t, "")
+	s := chunked("u", "s", "Original heading", "alpha message", "bravo message")
+	if err := ix.PutSessions(ctx, []Session{s}); err != nil {
+		t.Fatal(err)
+	}
+	if got := counts(t, ix); got != [2]uint64{1, 0} {
+		t.Fatalf("after PutSessions: counts = %v, want [1 0]", got)
+	}
+	if got := ids(search(t, ix, Query{UserID: "u", Text: "alpha", Kind: Sessions})); !reflect.DeepEqual(got, []string{"s"}) {
+		t.Errorf("after PutSessions: sessions search = %v, want [s]", got)
+	}
+	if err := ix.PutChunks(ctx, []Session{s}); err != nil {
+		t.Fatal(err)
+	}
+	if got := counts(t, ix); got != [2]uint64{1, 2} {
+		t.Fatalf("after PutChunks: counts = %v, want [1 2]", got)
+	}
+	// A shorter version: each part replaces only its own documents.
+	s2 := chunked("u", "s", "Renamed heading", "charlie message")
+	if err := ix.PutChunks(ctx, []Session{s2}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		text string
+		kind Kind
+		want []string
+	}{
+		{"original", Sessions, []string{"s"}}, // the session document is untouched
+		{"charlie", Sessions, []string{}},
+		{"charlie", Chunks, []string{"s#0"}},
+		{"bravo", Chunks, []string{}}, // the stale ordinal is gone
+	} {
+		if got := ids(search(t, ix, Query{UserID: "u", Text: tt.text, Kind: tt.kind})); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("after PutChunks of a new version: %q in %v = %v, want %v", tt.text, tt.kind, got, tt.want)
+		}
+	}
+	if err := ix.PutSessions(ctx, []Session{s2}); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(search(t, ix, Query{UserID: "u", Text: "renamed charlie", Kind: Sessions})); !reflect.DeepEqual(got, []string{"s"}) {
+		t.Errorf("after PutSessions of the new version: %v, want [s]", got)
+	}
+	if got := counts(t, ix); got != [2]uint64{1, 1} {
+		t.Errorf("counts = %v, want [1 1]", got)
+	}
+}
+
 func TestPutValidates(t *testing.T) {
 	ix := openTest(t, "")
 	bad := []Session{

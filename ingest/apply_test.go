@@ -125,7 +125,7 @@ func (f *fixture) stored(externalID string) (kv.Session, []kv.Message) {
 func (f *fixture) dirty() map[string]uint64 {
 	out := map[string]uint64{}
 	_ = f.st.View(ctx, func(tx *kv.Tx) error {
-		for _, d := range tx.DirtySessions(0) {
+		for _, d := range tx.DirtySessions(kv.SearchQueue, 0) {
 			out[d.SessionID] = d.Version
 		}
 		return nil
@@ -136,7 +136,7 @@ func (f *fixture) dirty() map[string]uint64 {
 func (f *fixture) clearOutbox() {
 	f.t.Helper()
 	if err := f.st.Commit(ctx, func(tx *kv.Tx) error {
-		for _, d := range tx.DirtySessions(0) {
+		for _, d := range tx.DirtySessions(kv.SearchQueue, 0) {
 			if err := tx.ClearDirty(d); err != nil {
 				return err
 			}

@@ -16,7 +16,11 @@ import (
 // TextIndex is the write side of the full-text index the pipeline feeds.
 // *index.Index satisfies it.
 type TextIndex interface {
+	// Put writes session and chunk documents (rebuilds); PutSessions and
+	// PutChunks write one kind each (the two queues).
 	Put(ctx context.Context, sessions []index.Session) error
+	PutSessions(ctx context.Context, sessions []index.Session) error
+	PutChunks(ctx context.Context, sessions []index.Session) error
 	Delete(ctx context.Context, userID string, sessionIDs []string) error
 }
 
@@ -41,21 +45,36 @@ type PipelineOptions struct {
 	// Debounce is how long the indexer waits after a write before draining, so
 	// a burst of single-message syncs to one session is indexed once. 0 = 200ms.
 	Debounce time.Duration
-	// BatchSize is how many dirty sessions one drain step indexes. 0 = 256.
+	// BatchSize is how many sessions one step of the search queue indexes.
+	// 0 = 256.
 	BatchSize int
+	// ChunkBatchSize is how many sessions one step of the chunk queue
+	// handles; a step delays new search work by its length, so it is
+	// smaller. 0 = 64.
+	ChunkBatchSize int
 	// Backoff bounds the retry delay after a failed step. 0 = 30s.
 	MaxBackoff time.Duration
 	Logger     zerolog.Logger
-	// OnLag, when set, is told each indexed session's write-to-searchable delay.
+	// OnLag, when set, is told each indexed session's write-to-searchable
+	// delay (full-text search).
 	OnLag func(time.Duration)
 }
 
-// Pipeline drains kv's outbox into the text index and the stages.
+// Pipeline drains kv's outbox into the text index and the stages, in two
+// queues. A write puts its session on the search queue; a step of that
+// queue writes the session documents (what full-text search reads) and, in
+// the transaction that clears the entries, passes the sessions on to the
+// chunk queue. A step of the chunk queue writes the chunk documents (what
+// context retrieval reads) and runs the stages (embeddings, for semantic
+// search), and runs only when the search queue is empty. Session documents
+// cost less than half of the full-text indexing, so a bulk import that
+// outruns the indexer delays context and semantic search, not full-text
+// search; live traffic keeps both queues near empty.
 //
-// Drain indexes each dirty session and removes its outbox entry only after
-// the text index and every stage accepted it, and only if no newer write
-// marked it again meanwhile. After a crash a session may be indexed twice;
-// Put and the stages are idempotent, so that is safe.
+// An entry is removed only after the index (and, for the chunk queue,
+// every stage) accepted its session, and only if no newer write marked it
+// again meanwhile. After a crash a session may be indexed twice; the index
+// and the stages are idempotent, so that is safe.
 type Pipeline struct {
 	store  *kv.Store
 	index  TextIndex
@@ -77,6 +96,9 @@ func NewPipeline(store *kv.Store, idx TextIndex, opts PipelineOptions, stages ..
 	}
 	if opts.BatchSize <= 0 {
 		opts.BatchSize = 256
+	}
+	if opts.ChunkBatchSize <= 0 {
+		opts.ChunkBatchSize = 64
 	}
 	if opts.MaxBackoff <= 0 {
 		opts.MaxBackoff = 30 * time.Second
@@ -137,13 +159,22 @@ func (p *Pipeline) Run(ctx context.Context) {
 	}
 }
 
-// DrainOnce indexes up to BatchSize dirty sessions and returns how many it
-// took off the outbox.
+// DrainOnce does one step and returns how many sessions it took off a
+// queue: up to BatchSize sessions of the search queue or, when that is
+// empty, up to ChunkBatchSize of the chunk queue. 0 means both are empty.
 func (p *Pipeline) DrainOnce(ctx context.Context) (int, error) {
+	n, err := p.drain(ctx, kv.SearchQueue, p.opts.BatchSize)
+	if err != nil || n > 0 {
+		return n, err
+	}
+	return p.drain(ctx, kv.ChunkQueue, p.opts.ChunkBatchSize)
+}
+
+func (p *Pipeline) drain(ctx context.Context, q kv.Queue, limit int) (int, error) {
 	var dirty []kv.Dirty
 	var docs []Doc
 	err := p.store.View(ctx, func(tx *kv.Tx) error {
-		dirty = tx.DirtySessions(p.opts.BatchSize)
+		dirty = tx.DirtySessions(q, limit)
 		docs = docs[:0]
 		for _, d := range dirty {
 			doc, err := LoadDoc(tx, d.UserID, d.SessionID)
@@ -158,7 +189,12 @@ func (p *Pipeline) DrainOnce(ctx context.Context) (int, error) {
 		p.record(0, err)
 		return 0, err
 	}
-	if err := p.apply(ctx, docs); err != nil {
+	if q == kv.SearchQueue {
+		err = p.applySearch(ctx, docs)
+	} else {
+		err = p.applyChunks(ctx, docs)
+	}
+	if err != nil {
 		p.record(0, err)
 		return 0, err
 	}
@@ -168,36 +204,90 @@ func (p *Pipeline) DrainOnce(ctx context.Context) (int, error) {
 			if err := tx.ClearDirty(d); err != nil {
 				return err
 			}
+			if q == kv.SearchQueue {
+				if err := tx.PassOn(d); err != nil {
+					return err
+				}
+			}
 		}
 		return nil
 	})
 	if err != nil {
 		p.record(0, err)
-		return 0, fmt.Errorf("clear outbox: %w", err)
+		return 0, fmt.Errorf("clear %s queue: %w", q, err)
 	}
-	p.mu.Lock()
-	for i, d := range dirty {
-		// The lag of the oldest write this step made searchable. Entries
-		// from older data files carry no time.
-		if lag := now.Sub(d.Since); !docs[i].Deleted && !d.Since.IsZero() && lag >= 0 {
-			p.lag = append(p.lag, lag)
-			if p.opts.OnLag != nil {
-				p.opts.OnLag(lag)
+	if q == kv.SearchQueue {
+		p.mu.Lock()
+		for i, d := range dirty {
+			// The lag of the oldest write this step made searchable. Entries
+			// from older data files carry no time.
+			if lag := now.Sub(d.Since); !docs[i].Deleted && !d.Since.IsZero() && lag >= 0 {
+				p.lag = append(p.lag, lag)
+				if p.opts.OnLag != nil {
+					p.opts.OnLag(lag)
+				}
 			}
 		}
+		if len(p.lag) > 100_000 {
+			p.lag = p.lag[len(p.lag)-50_000:]
+		}
+		p.mu.Unlock()
 	}
-	if len(p.lag) > 100_000 {
-		p.lag = p.lag[len(p.lag)-50_000:]
+	if q == kv.SearchQueue {
+		p.record(len(dirty), nil) // Indexed counts sessions made searchable
+	} else {
+		p.record(0, nil)
 	}
-	p.mu.Unlock()
-	p.record(len(dirty), nil)
 	return len(dirty), nil
 }
 
-// apply writes docs to the index, then to each stage.
+// applySearch writes the session documents of docs and removes every
+// document of deleted sessions.
+func (p *Pipeline) applySearch(ctx context.Context, docs []Doc) error {
+	put, deleted := splitDocs(docs)
+	if len(put) > 0 {
+		if err := p.index.PutSessions(ctx, put); err != nil {
+			return fmt.Errorf("index %d sessions: %w", len(put), err)
+		}
+	}
+	return p.unindex(ctx, deleted)
+}
+
+// applyChunks writes the chunk documents of docs, then runs the stages. A
+// deleted session's documents are removed again: its chunks may have been
+// written from an earlier read after the search queue removed them.
+func (p *Pipeline) applyChunks(ctx context.Context, docs []Doc) error {
+	put, deleted := splitDocs(docs)
+	if len(put) > 0 {
+		if err := p.index.PutChunks(ctx, put); err != nil {
+			return fmt.Errorf("index chunks of %d sessions: %w", len(put), err)
+		}
+	}
+	if err := p.unindex(ctx, deleted); err != nil {
+		return err
+	}
+	return p.runStages(ctx, docs)
+}
+
+// apply writes everything of docs at once: index documents of both kinds,
+// then the stages (rebuilds).
 func (p *Pipeline) apply(ctx context.Context, docs []Doc) error {
-	var put []index.Session
-	deleted := map[string][]string{}
+	put, deleted := splitDocs(docs)
+	if len(put) > 0 {
+		if err := p.index.Put(ctx, put); err != nil {
+			return fmt.Errorf("index %d sessions: %w", len(put), err)
+		}
+	}
+	if err := p.unindex(ctx, deleted); err != nil {
+		return err
+	}
+	return p.runStages(ctx, docs)
+}
+
+// splitDocs turns docs into index sessions to write and, per user, deleted
+// session ids.
+func splitDocs(docs []Doc) (put []index.Session, deleted map[string][]string) {
+	deleted = map[string][]string{}
 	for _, d := range docs {
 		if d.Deleted {
 			deleted[d.UserID] = append(deleted[d.UserID], d.SessionID)
@@ -205,16 +295,19 @@ func (p *Pipeline) apply(ctx context.Context, docs []Doc) error {
 		}
 		put = append(put, IndexSession(d))
 	}
-	if len(put) > 0 {
-		if err := p.index.Put(ctx, put); err != nil {
-			return fmt.Errorf("index %d sessions: %w", len(put), err)
-		}
-	}
+	return put, deleted
+}
+
+func (p *Pipeline) unindex(ctx context.Context, deleted map[string][]string) error {
 	for uid, ids := range deleted {
 		if err := p.index.Delete(ctx, uid, ids); err != nil {
 			return fmt.Errorf("unindex %d sessions: %w", len(ids), err)
 		}
 	}
+	return nil
+}
+
+func (p *Pipeline) runStages(ctx context.Context, docs []Doc) error {
 	for _, s := range p.stages {
 		if err := s.Process(ctx, docs); err != nil {
 			return err
@@ -285,7 +378,7 @@ func (p *Pipeline) record(n int, err error) {
 
 // Status reports progress, for /ready, metrics and the bench.
 type Status struct {
-	Indexed uint64
+	Indexed uint64 // sessions whose search documents were written (or removed)
 	LastErr error
 }
 

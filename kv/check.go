@@ -28,7 +28,7 @@ func (s *Store) Check() error {
 				return nil
 			})
 		}
-		for _, b := range [][]byte{bucketSessions, bucketExternal, bucketOrder, bucketMessages, bucketMsgExt, bucketOutbox} {
+		for _, b := range [][]byte{bucketSessions, bucketExternal, bucketOrder, bucketMessages, bucketMsgExt, bucketOutbox, bucketOutboxChunks} {
 			owned(b, IDLen)
 		}
 		counts := map[string]int64{}
@@ -76,14 +76,16 @@ func (s *Store) Check() error {
 		if n, m, d := tx.bucket(bucketOrder).Stats().KeyN, tx.bucket(bucketSessions).Stats().KeyN, tx.PendingPurges(); n != m-d {
 			fail("order index has %d entries for %d live sessions", n, m-d)
 		}
-		_ = tx.bucket(bucketOutbox).ForEach(func(k, v []byte) error {
-			// An entry may name a session that is gone: that is how a deletion
-			// reaches the index and the vector store.
-			if _, _, ok := parseOutbox(v); len(k) != 2*IDLen || !ok {
-				fail("outbox entry %q malformed", k)
-			}
-			return nil
-		})
+		for _, q := range []Queue{SearchQueue, ChunkQueue} {
+			_ = tx.bucket(q.bucket()).ForEach(func(k, v []byte) error {
+				// An entry may name a session that is gone: that is how a deletion
+				// reaches the index and the vector store.
+				if _, _, ok := parseOutbox(v); len(k) != 2*IDLen || !ok {
+					fail("%s outbox entry %q malformed", q, k)
+				}
+				return nil
+			})
+		}
 		return errors.Join(errs...)
 	})
 }

@@ -299,7 +299,7 @@ func TestClearDirtyKeepsEntryRemarkedAfterRead(t *testing.T) {
 	marked := time.Now()
 	dirty := func() []kv.Dirty {
 		var d []kv.Dirty
-		_ = st.View(ctx, func(tx *kv.Tx) error { d = tx.DirtySessions(0); return nil })
+		_ = st.View(ctx, func(tx *kv.Tx) error { d = tx.DirtySessions(kv.SearchQueue, 0); return nil })
 		return d
 	}
 	read := dirty() // the indexer reads the entry...
@@ -353,10 +353,10 @@ func TestDirtySessionsLimit(t *testing.T) {
 		return nil
 	})
 	_ = st.View(ctx, func(tx *kv.Tx) error {
-		if got := len(tx.DirtySessions(2)); got != 2 {
+		if got := len(tx.DirtySessions(kv.SearchQueue, 2)); got != 2 {
 			t.Errorf("DirtySessions(2) returned %d entries", got)
 		}
-		if got := len(tx.DirtySessions(0)); got != 5 {
+		if got := len(tx.DirtySessions(kv.SearchQueue, 0)); got != 5 {
 			t.Errorf("DirtySessions(0) returned %d entries, want all 5", got)
 		}
 		if got := tx.OutboxLen(); got != 5 {
@@ -387,7 +387,7 @@ func TestDirtySessionsOldestFirst(t *testing.T) {
 	// A new write to the first session keeps its place at the front.
 	mustCommit(t, st, func(tx *kv.Tx) error { return tx.MarkDirty(u.ID, ids[0]) })
 	_ = st.View(ctx, func(tx *kv.Tx) error {
-		got := tx.DirtySessions(3)
+		got := tx.DirtySessions(kv.SearchQueue, 3)
 		var gotIDs []string
 		for _, d := range got {
 			gotIDs = append(gotIDs, d.SessionID)
@@ -633,5 +633,49 @@ func TestCheckDetectsViolations(t *testing.T) {
 				t.Fatalf("Check() = %v, want an error containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestPassOn: the indexer moves a session from SearchQueue to ChunkQueue in
+// one transaction; the entry keeps the time of the write it waits for, and
+// the outbox is empty only when both queues are.
+func TestPassOn(t *testing.T) {
+	st := kvtest.Open(t)
+	u := createUsers(t, st, 1)[0]
+	id := kv.NewID()
+	mustCommit(t, st, func(tx *kv.Tx) error {
+		s := kv.Session{ID: id, UserID: u.ID, ExternalID: "s", Source: "pi", CreatedAt: 1, UpdatedAt: 1}
+		if err := tx.PutSession(&s, 0); err != nil {
+			return err
+		}
+		return tx.MarkDirty(u.ID, id)
+	})
+	state := func(q kv.Queue) (d []kv.Dirty, busy bool, n int) {
+		_ = st.View(ctx, func(tx *kv.Tx) error {
+			d, busy, n = tx.DirtySessions(q, 0), tx.HasDirty(), tx.OutboxLen()
+			return nil
+		})
+		return d, busy, n
+	}
+	search, _, _ := state(kv.SearchQueue)
+	if len(search) != 1 || search[0].Queue != kv.SearchQueue {
+		t.Fatalf("search queue = %+v, want the written session", search)
+	}
+	mustCommit(t, st, func(tx *kv.Tx) error {
+		if err := tx.ClearDirty(search[0]); err != nil {
+			return err
+		}
+		return tx.PassOn(search[0])
+	})
+	if d, _, _ := state(kv.SearchQueue); len(d) != 0 {
+		t.Errorf("search queue after ClearDirty = %+v, want empty", d)
+	}
+	chunks, busy, n := state(kv.ChunkQueue)
+	if len(chunks) != 1 || chunks[0].SessionID != id || chunks[0].Queue != kv.ChunkQueue || !chunks[0].Since.Equal(search[0].Since) || !busy || n != 1 {
+		t.Fatalf("chunk queue = %+v (busy %v, len %d), want the session waiting since %v", chunks, busy, n, search[0].Since)
+	}
+	mustCommit(t, st, func(tx *kv.Tx) error { return tx.ClearDirty(chunks[0]) })
+	if d, busy, n := state(kv.ChunkQueue); len(d) != 0 || busy || n != 0 {
+		t.Errorf("after clearing the chunk queue: %+v, busy %v, len %d; want an empty outbox", d, busy, n)
 	}
 }

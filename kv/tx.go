@@ -298,9 +298,39 @@ func (tx *Tx) Messages(userID, sessionID string, fn func(Message) error) error {
 
 // --- outbox ---
 
+// Queue names one of the two outboxes. Writes put a session on
+// SearchQueue; the indexer, once the session's search document is written,
+// passes it on to ChunkQueue for the slower derived data. So a backlog of
+// chunk and vector work never delays search, and each queue's entry lives
+// until its own stage is done.
+type Queue uint8
+
+const (
+	// SearchQueue: the session document (what full-text search reads) is stale.
+	SearchQueue Queue = iota
+	// ChunkQueue: the chunk documents and vectors (what context retrieval
+	// and semantic search read) are stale.
+	ChunkQueue
+)
+
+func (q Queue) bucket() []byte {
+	if q == ChunkQueue {
+		return bucketOutboxChunks
+	}
+	return bucketOutbox
+}
+
+func (q Queue) String() string {
+	if q == ChunkQueue {
+		return "chunks"
+	}
+	return "search"
+}
+
 // Dirty is an outbox entry: a session whose derived data (index, vectors) is stale.
 type Dirty struct {
 	UserID, SessionID string
+	Queue             Queue
 	Version           uint64
 	// Since is when the oldest write not yet indexed was made (zero for
 	// entries written before this was recorded): the indexer's lag for the
@@ -328,35 +358,50 @@ func parseOutbox(v []byte) (version uint64, since time.Time, ok bool) {
 	return version, since, version != 0
 }
 
-// MarkDirty puts the session on the outbox with a fresh version. An entry
+// MarkDirty puts the session on SearchQueue with a fresh version. An entry
 // already there keeps its Since: the older write is still waiting.
 func (tx *Tx) MarkDirty(userID, sessionID string) error {
-	b := tx.bucket(bucketOutbox)
+	return tx.mark(SearchQueue, userID, sessionID, time.Now())
+}
+
+// PassOn puts d's session on ChunkQueue, waiting since d.Since (or since an
+// older time already recorded there). The indexer calls it in the
+// transaction that clears d from SearchQueue, so a session is always on at
+// least one queue until all its derived data is written.
+func (tx *Tx) PassOn(d Dirty) error {
+	since := d.Since
+	if since.IsZero() {
+		since = d.read
+	}
+	return tx.mark(ChunkQueue, d.UserID, d.SessionID, since)
+}
+
+func (tx *Tx) mark(q Queue, userID, sessionID string, since time.Time) error {
+	b := tx.bucket(q.bucket())
 	v, err := b.NextSequence()
 	if err != nil {
 		return err
 	}
 	key := cat([]byte(userID), []byte(sessionID))
-	since := time.Now()
-	if _, old, ok := parseOutbox(b.Get(key)); ok && !old.IsZero() {
+	if _, old, ok := parseOutbox(b.Get(key)); ok && !old.IsZero() && old.Before(since) {
 		since = old
 	}
 	return b.Put(key, outboxValue(v, since))
 }
 
-// DirtySessions returns up to limit outbox entries (0 = all), those waiting
-// longest first (entries without a time first of all, then by key), so an
-// indexer that falls behind a bulk import serves writes in arrival order
-// instead of starving sessions whose keys sort last. It reads the whole
-// outbox: a few milliseconds per 100,000 entries.
-func (tx *Tx) DirtySessions(limit int) []Dirty {
+// DirtySessions returns up to limit entries of queue q (0 = all), those
+// waiting longest first (entries without a time first of all, then by key),
+// so an indexer that falls behind a bulk import serves writes in arrival
+// order instead of starving sessions whose keys sort last. It reads the
+// whole queue: a few milliseconds per 100,000 entries.
+func (tx *Tx) DirtySessions(q Queue, limit int) []Dirty {
 	type entry struct {
 		since   int64 // Unix ns; 0 when unknown
 		key     []byte
 		version uint64
 	}
 	var all []entry
-	c := tx.bucket(bucketOutbox).Cursor()
+	c := tx.bucket(q.bucket()).Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		version, since, ok := parseOutbox(v)
 		if len(k) != 2*IDLen || !ok {
@@ -375,7 +420,7 @@ func (tx *Tx) DirtySessions(limit int) []Dirty {
 	}
 	out := make([]Dirty, len(all))
 	for i, e := range all {
-		out[i] = Dirty{UserID: string(e.key[:IDLen]), SessionID: string(e.key[IDLen:]), Version: e.version, read: tx.begun}
+		out[i] = Dirty{UserID: string(e.key[:IDLen]), SessionID: string(e.key[IDLen:]), Queue: q, Version: e.version, read: tx.begun}
 		if e.since != 0 {
 			out[i].Since = time.Unix(0, e.since)
 		}
@@ -383,21 +428,28 @@ func (tx *Tx) DirtySessions(limit int) []Dirty {
 	return out
 }
 
-// HasDirty reports whether the outbox has any entry.
+// HasDirty reports whether either queue has an entry.
 func (tx *Tx) HasDirty() bool {
-	k, _ := tx.bucket(bucketOutbox).Cursor().First()
-	return k != nil
+	for _, q := range []Queue{SearchQueue, ChunkQueue} {
+		if k, _ := tx.bucket(q.bucket()).Cursor().First(); k != nil {
+			return true
+		}
+	}
+	return false
 }
 
-// OutboxLen is the number of dirty sessions.
-func (tx *Tx) OutboxLen() int { return tx.bucket(bucketOutbox).Stats().KeyN }
+// OutboxLen is the number of entries in both queues (a session waiting in
+// both counts twice).
+func (tx *Tx) OutboxLen() int {
+	return tx.bucket(bucketOutbox).Stats().KeyN + tx.bucket(bucketOutboxChunks).Stats().KeyN
+}
 
-// ClearDirty removes the entry only if it still has version d.Version, so a
-// write that arrived while the session was being indexed keeps it dirty.
-// Such an entry's Since moves up to when d was read: writes before that
-// are indexed now.
+// ClearDirty removes the entry from its queue only if it still has version
+// d.Version, so a write that arrived while the session was being indexed
+// keeps it dirty. Such an entry's Since moves up to when d was read: writes
+// before that are indexed now.
 func (tx *Tx) ClearDirty(d Dirty) error {
-	b := tx.bucket(bucketOutbox)
+	b := tx.bucket(d.Queue.bucket())
 	key := cat([]byte(d.UserID), []byte(d.SessionID))
 	version, since, ok := parseOutbox(b.Get(key))
 	switch {

@@ -20,7 +20,7 @@ Usage:
   hindsight reembed [--data DIR] [--embedder E]                         (re)build all vectors for the configured embedder (server stopped)
   hindsight backup --out FILE [--data DIR]                              hot backup of the records (works while serving)
   hindsight restore FILE --data DIR                                     restore a backup into an empty directory
-  hindsight bench  ingest|relevance [flags]                              benchmarks (see: hindsight bench)
+  hindsight bench  relevance|load|ingest [flags]                        benchmarks (see: hindsight bench)
   hindsight import claude-code|opencode [DIR] [--server URL] [--key KEY] upload local history, keeping its dates
   hindsight healthcheck [--addr A]                                      exit 0 if the server answers /health (container HEALTHCHECK)
   hindsight version

@@ -1,0 +1,132 @@
+package ingest_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/hindsight-dev/hindsight/index"
+	"github.com/hindsight-dev/hindsight/ingest"
+	"github.com/hindsight-dev/hindsight/kv"
+)
+
+// recordingStage remembers which sessions each call of Process received.
+type recordingStage struct {
+	mu    sync.Mutex
+	calls [][]string // session ids, "-" prefixed when deleted
+}
+
+func (r *recordingStage) Process(_ context.Context, docs []ingest.Doc) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var ids []string
+	for _, d := range docs {
+		if d.Deleted {
+			ids = append(ids, "-"+d.SessionID)
+		} else {
+			ids = append(ids, d.SessionID)
+		}
+	}
+	slices.Sort(ids)
+	r.calls = append(r.calls, ids)
+	return nil
+}
+
+// TestPipelineQueues: a step of the search queue makes sessions searchable
+// and passes them on; the chunk queue (chunk documents and stages) runs only
+// when the search queue is empty; deletions go through both.
+func TestPipelineQueues(t *testing.T) {
+	f := newFixture(t)
+	ix, err := index.Open(t.TempDir(), index.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ix.Close() })
+	stage := &recordingStage{}
+	p := ingest.NewPipeline(f.st, ix, ingest.PipelineOptions{}, stage)
+
+	write := func(session, msg, text string) {
+		f.batch(fmt.Sprintf(`{"messages":[{"sessionExternalId":%q,"externalId":%q,"role":"user","textContent":%q}]}`, session, msg, text))
+	}
+	step := func(want int) {
+		t.Helper()
+		n, err := p.DrainOnce(ctx)
+		if err != nil || n != want {
+			t.Fatalf("DrainOnce = %d, %v; want %d sessions", n, err, want)
+		}
+	}
+	found := func(kind index.Kind, text string) []string {
+		t.Helper()
+		hits, err := ix.Search(ctx, index.Query{UserID: f.user, Text: text, Kind: kind})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, h := range hits {
+			ids = append(ids, h.SessionID)
+		}
+		slices.Sort(ids)
+		return ids
+	}
+	queued := func(q kv.Queue) int {
+		var n int
+		_ = f.st.View(ctx, func(tx *kv.Tx) error { n = len(tx.DirtySessions(q, 0)); return nil })
+		return n
+	}
+
+	write("a", "a1", "alpha kestrel")
+	write("b", "b1", "bravo kestrel")
+	a, _ := f.stored("a")
+	b, _ := f.stored("b")
+	step(2)
+	if got := found(index.Sessions, "kestrel"); len(got) != 2 {
+		t.Errorf("after the search step: sessions search = %v, want both", got)
+	}
+	if got := found(index.Chunks, "kestrel"); len(got) != 0 || len(stage.calls) != 0 {
+		t.Errorf("after the search step: chunks %v, stage calls %v; want none yet", got, stage.calls)
+	}
+	if n := queued(kv.ChunkQueue); n != 2 {
+		t.Errorf("chunk queue has %d sessions, want 2", n)
+	}
+
+	// New search work goes first.
+	write("a", "a2", "alpha osprey")
+	step(1)
+	if got := found(index.Sessions, "osprey"); !slices.Equal(got, []string{a.ID}) || len(stage.calls) != 0 {
+		t.Errorf("search step with chunk work queued: osprey = %v (want [a]), stage calls %v (want none)", got, stage.calls)
+	}
+	step(2) // now the chunk queue
+	if got := slices.Compact(found(index.Chunks, "kestrel osprey")); !slices.Equal(got, sortedIDs(a.ID, b.ID)) {
+		t.Errorf("after the chunk step: chunk hits of sessions %v, want both", got)
+	}
+	if want := [][]string{sortedIDs(a.ID, b.ID)}; !slices.EqualFunc(stage.calls, want, slices.Equal) {
+		t.Errorf("stage calls = %v, want %v", stage.calls, want)
+	}
+	step(0)
+	if lags := p.Lags(); len(lags) != 3 {
+		t.Errorf("Lags = %v, want one per session per search step (3)", lags)
+	}
+
+	if err := f.svc.DeleteSession(ctx, f.user, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	step(1)
+	if got := found(index.Sessions, "bravo"); len(got) != 0 {
+		t.Errorf("deleted session still in sessions search: %v", got)
+	}
+	if got := found(index.Chunks, "bravo"); len(got) != 0 {
+		t.Errorf("deleted session still in chunks search: %v", got)
+	}
+	step(1)
+	if last := stage.calls[len(stage.calls)-1]; !slices.Equal(last, []string{"-" + b.ID}) {
+		t.Errorf("stage got %v for the deletion, want [-%s]", last, b.ID)
+	}
+	step(0)
+}
+
+func sortedIDs(ids ...string) []string {
+	slices.Sort(ids)
+	return ids
+}
