@@ -241,73 +241,46 @@ func (p *Pipeline) drain(ctx context.Context, q kv.Queue, limit int) (int, error
 	return len(dirty), nil
 }
 
-// applySearch writes the session documents of docs and removes every
-// document of deleted sessions.
+// applySearch writes the session documents of docs (search queue);
+// applyChunks writes their chunk documents, then runs the stages (chunk
+// queue); apply writes both kinds, then runs the stages (rebuilds). All
+// three remove every document of deleted sessions: a chunk step may have
+// written chunks from a read made before the deletion.
 func (p *Pipeline) applySearch(ctx context.Context, docs []Doc) error {
-	put, deleted := splitDocs(docs)
-	if len(put) > 0 {
-		if err := p.index.PutSessions(ctx, put); err != nil {
-			return fmt.Errorf("index %d sessions: %w", len(put), err)
-		}
-	}
-	return p.unindex(ctx, deleted)
+	return p.write(ctx, docs, p.index.PutSessions, false)
 }
 
-// applyChunks writes the chunk documents of docs, then runs the stages. A
-// deleted session's documents are removed again: its chunks may have been
-// written from an earlier read after the search queue removed them.
 func (p *Pipeline) applyChunks(ctx context.Context, docs []Doc) error {
-	put, deleted := splitDocs(docs)
-	if len(put) > 0 {
-		if err := p.index.PutChunks(ctx, put); err != nil {
-			return fmt.Errorf("index chunks of %d sessions: %w", len(put), err)
-		}
-	}
-	if err := p.unindex(ctx, deleted); err != nil {
-		return err
-	}
-	return p.runStages(ctx, docs)
+	return p.write(ctx, docs, p.index.PutChunks, true)
 }
 
-// apply writes everything of docs at once: index documents of both kinds,
-// then the stages (rebuilds).
 func (p *Pipeline) apply(ctx context.Context, docs []Doc) error {
-	put, deleted := splitDocs(docs)
-	if len(put) > 0 {
-		if err := p.index.Put(ctx, put); err != nil {
-			return fmt.Errorf("index %d sessions: %w", len(put), err)
-		}
-	}
-	if err := p.unindex(ctx, deleted); err != nil {
-		return err
-	}
-	return p.runStages(ctx, docs)
+	return p.write(ctx, docs, p.index.Put, true)
 }
 
-// splitDocs turns docs into index sessions to write and, per user, deleted
-// session ids.
-func splitDocs(docs []Doc) (put []index.Session, deleted map[string][]string) {
-	deleted = map[string][]string{}
+func (p *Pipeline) write(ctx context.Context, docs []Doc, put func(context.Context, []index.Session) error, stages bool) error {
+	var sessions []index.Session
+	deleted := map[string][]string{} // user -> session ids
 	for _, d := range docs {
 		if d.Deleted {
 			deleted[d.UserID] = append(deleted[d.UserID], d.SessionID)
-			continue
+		} else {
+			sessions = append(sessions, IndexSession(d))
 		}
-		put = append(put, IndexSession(d))
 	}
-	return put, deleted
-}
-
-func (p *Pipeline) unindex(ctx context.Context, deleted map[string][]string) error {
+	if len(sessions) > 0 {
+		if err := put(ctx, sessions); err != nil {
+			return fmt.Errorf("index %d sessions: %w", len(sessions), err)
+		}
+	}
 	for uid, ids := range deleted {
 		if err := p.index.Delete(ctx, uid, ids); err != nil {
 			return fmt.Errorf("unindex %d sessions: %w", len(ids), err)
 		}
 	}
-	return nil
-}
-
-func (p *Pipeline) runStages(ctx context.Context, docs []Doc) error {
+	if !stages {
+		return nil
+	}
 	for _, s := range p.stages {
 		if err := s.Process(ctx, docs); err != nil {
 			return err
