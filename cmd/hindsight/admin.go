@@ -27,6 +27,11 @@ const adminSocket = "admin.sock"
 // directly on the store or through a running server.
 type adminOps interface {
 	CreateUser(ctx context.Context, name string) (kv.User, error)
+	// CreateUserWithPassword adds a user with a dashboard password.
+	CreateUserWithPassword(ctx context.Context, name, password string) (kv.User, error)
+	// SetPassword sets a user's dashboard password and signs out that
+	// user's dashboard sessions.
+	SetPassword(ctx context.Context, name, password string) error
 	Users(ctx context.Context) ([]kv.User, error)
 	CreateKey(ctx context.Context, user, label string) (string, kv.APIKey, error)
 	Keys(ctx context.Context, user string) ([]kv.APIKey, error)
@@ -34,10 +39,30 @@ type adminOps interface {
 }
 
 // localOps works on an opened store.
-type localOps struct{ a *accounts.Accounts }
+type localOps struct {
+	a *accounts.Accounts
+	w *accounts.Web
+}
+
+// newLocalOps returns the operations on st. Passwords are hashed at
+// passwordCost.
+func newLocalOps(st *kv.Store, a *accounts.Accounts) localOps {
+	return localOps{a: a, w: accounts.NewWeb(st, accounts.WebOptions{BcryptCost: passwordCost})}
+}
 
 func (l localOps) CreateUser(ctx context.Context, name string) (kv.User, error) {
 	return l.a.CreateUser(ctx, name)
+}
+func (l localOps) CreateUserWithPassword(ctx context.Context, name, password string) (kv.User, error) {
+	return l.w.CreateUserWithPassword(ctx, name, password)
+}
+
+// SetPassword also ends the user's dashboard sessions, in the same
+// transaction. The dashboard keeps no session cache (it reads each request's
+// session from the store), so a running server's signed-out browsers are
+// signed out at once.
+func (l localOps) SetPassword(ctx context.Context, name, password string) error {
+	return l.w.SetPassword(ctx, name, password)
 }
 func (l localOps) Users(ctx context.Context) ([]kv.User, error) { return l.a.Users(ctx) }
 func (l localOps) CreateKey(ctx context.Context, user, label string) (string, kv.APIKey, error) {
@@ -60,8 +85,7 @@ func withAdmin(ctx context.Context, dir string, fn func(adminOps) error) error {
 	st, err := kv.Open(dir, kv.Options{LockTimeout: time.Second})
 	if err == nil {
 		defer st.Close()
-		a := accounts.New(st, nil)
-		return fn(localOps{a})
+		return fn(newLocalOps(st, accounts.New(st, nil)))
 	}
 	if !errors.Is(err, kv.ErrLocked) {
 		return err
@@ -86,7 +110,7 @@ func (a *app) serveAdmin(dir string) (*http.Server, string) {
 		return nil, ""
 	}
 	_ = os.Chmod(path, 0o600)
-	ops := localOps{a.accounts}
+	ops := newLocalOps(a.store, a.accounts)
 	mux := http.NewServeMux()
 	reply := func(w http.ResponseWriter, v any, err error) {
 		if err != nil {
@@ -102,11 +126,17 @@ func (a *app) serveAdmin(dir string) (*http.Server, string) {
 		}
 		json.NewEncoder(w).Encode(v)
 	}
-	type adminReq struct{ Name, User, Label, Prefix string }
+	// Password is only ever sent in a request body, over this socket; no
+	// route logs a request, and error replies never repeat it.
+	type adminReq struct{ Name, User, Label, Prefix, Password string }
 	decode := func(r *http.Request) (adminReq, error) {
 		var req adminReq
-		err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&req)
-		return req, err
+		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&req); err != nil {
+			// Not err itself: a JSON syntax error quotes a character of the
+			// body, which may hold a password.
+			return req, errors.New("the admin request body is not a JSON object of strings")
+		}
+		return req, nil
 	}
 	mux.HandleFunc("POST /users", func(w http.ResponseWriter, r *http.Request) {
 		req, err := decode(r)
@@ -116,6 +146,27 @@ func (a *app) serveAdmin(dir string) (*http.Server, string) {
 		}
 		u, err := ops.CreateUser(r.Context(), req.Name)
 		reply(w, u, err)
+	})
+	// Passwords have their own routes, not an optional field of POST /users:
+	// a server without them answers 404 rather than quietly creating a user
+	// with no password.
+	mux.HandleFunc("POST /users/with-password", func(w http.ResponseWriter, r *http.Request) {
+		req, err := decode(r)
+		if err != nil {
+			reply(w, nil, err)
+			return
+		}
+		u, err := ops.CreateUserWithPassword(r.Context(), req.Name, req.Password)
+		reply(w, u, err)
+	})
+	mux.HandleFunc("POST /users/password", func(w http.ResponseWriter, r *http.Request) {
+		req, err := decode(r)
+		if err != nil {
+			reply(w, nil, err)
+			return
+		}
+		err = ops.SetPassword(r.Context(), req.Name, req.Password)
+		reply(w, map[string]string{"name": req.Name}, err)
 	})
 	mux.HandleFunc("GET /users", func(w http.ResponseWriter, r *http.Request) {
 		us, err := ops.Users(r.Context())
@@ -184,21 +235,48 @@ func (rc remoteOps) do(ctx context.Context, method, path string, body, out any) 
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		var e struct{ Error string }
-		json.NewDecoder(resp.Body).Decode(&e)
+		json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&e)
+		if e.Error == "" {
+			// Not one of our error replies: most likely a server older than
+			// this command, without the route.
+			return fmt.Errorf("the running server's admin socket answered %q to %s %s; is it an older hindsight? Upgrade it, or stop it and run this again", resp.Status, method, path)
+		}
 		switch resp.StatusCode {
 		case http.StatusNotFound:
-			return fmt.Errorf("%s: %w", e.Error, kv.ErrNotFound)
+			return remoteError{e.Error, kv.ErrNotFound}
 		case http.StatusConflict:
-			return fmt.Errorf("%s: %w", e.Error, kv.ErrExists)
+			return remoteError{e.Error, kv.ErrExists}
 		}
 		return errors.New(e.Error)
+	}
+	if out == nil {
+		_, err = io.Copy(io.Discard, resp.Body)
+		return err
 	}
 	return json.NewDecoder(resp.Body).Decode(out)
 }
 
+// remoteError is an error the server sent: its message as the server wrote
+// it (as the same command run locally would print it), matching kind with
+// errors.Is.
+type remoteError struct {
+	msg  string
+	kind error
+}
+
+func (e remoteError) Error() string { return e.msg }
+func (e remoteError) Unwrap() error { return e.kind }
+
 func (rc remoteOps) CreateUser(ctx context.Context, name string) (kv.User, error) {
 	var u kv.User
 	return u, rc.do(ctx, "POST", "/users", map[string]string{"name": name}, &u)
+}
+func (rc remoteOps) CreateUserWithPassword(ctx context.Context, name, password string) (kv.User, error) {
+	var u kv.User
+	return u, rc.do(ctx, "POST", "/users/with-password", map[string]string{"name": name, "password": password}, &u)
+}
+func (rc remoteOps) SetPassword(ctx context.Context, name, password string) error {
+	return rc.do(ctx, "POST", "/users/password", map[string]string{"name": name, "password": password}, nil)
 }
 func (rc remoteOps) Users(ctx context.Context) ([]kv.User, error) {
 	var us []kv.User

@@ -14,7 +14,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/hindsight-dev/hindsight/accounts"
-	"github.com/hindsight-dev/hindsight/kv"
 )
 
 const usersUsage = `users create NAME [--password-stdin] [--data DIR]   add a user (asks for a dashboard password on a terminal)
@@ -41,14 +40,15 @@ func cmdUsers(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err := accounts.ValidUserName(pos[0]); err != nil {
 			return fmt.Errorf("create user: %w", err)
 		}
-		// The password is read (and checked) before anything is written.
+		// The password is read (and checked) before anything is written or
+		// sent to a running server.
 		pw, err := readPassword(pos[0], *fromStdin, false, stderr)
 		if err != nil {
 			return err
 		}
 		if pw != "" {
-			return withPasswords(*data, func(w *accounts.Web) error {
-				u, err := w.CreateUserWithPassword(ctx, pos[0], pw)
+			return withAdmin(ctx, *data, func(ops adminOps) error {
+				u, err := ops.CreateUserWithPassword(ctx, pos[0], pw)
 				if err != nil {
 					return fmt.Errorf("create user: %w", err)
 				}
@@ -72,8 +72,8 @@ func cmdUsers(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return err
 		}
-		return withPasswords(*data, func(w *accounts.Web) error {
-			if err := w.SetPassword(ctx, pos[0], pw); err != nil {
+		return withAdmin(ctx, *data, func(ops adminOps) error {
+			if err := ops.SetPassword(ctx, pos[0], pw); err != nil {
 				return fmt.Errorf("set password: %w", err)
 			}
 			fmt.Fprintf(stdout, "set the dashboard password of %s (its dashboard sessions were signed out)\n", pos[0])
@@ -154,24 +154,10 @@ func readPassword(name string, fromStdin, required bool, stderr io.Writer) (stri
 	return pw, nil
 }
 
-// passwordCost is the bcrypt cost of passwords set here; 0 means bcrypt's
-// default. Tests lower it.
+// passwordCost is the bcrypt cost of passwords set by these commands, on the
+// store directly or by a running server's admin socket (read when the socket
+// starts); 0 means bcrypt's default. Tests lower it.
 var passwordCost = 0
-
-// withPasswords runs fn with the data file opened directly. Passwords are
-// not set through a running server's admin socket (it has no such route), so
-// this needs the server stopped; the error says so.
-func withPasswords(dir string, fn func(*accounts.Web) error) error {
-	st, err := kv.Open(dir, kv.Options{LockTimeout: time.Second})
-	if errors.Is(err, kv.ErrLocked) {
-		return fmt.Errorf("setting a dashboard password needs the data file, which a running `hindsight serve` holds: stop it, run this again, then start it (signed-in users can change their password on the dashboard's Settings page): %w", err)
-	}
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	return fn(accounts.NewWeb(st, accounts.WebOptions{BcryptCost: passwordCost}))
-}
 
 func fmtTime(ms int64) string {
 	if ms == 0 {
