@@ -42,6 +42,9 @@
 //
 // The index mappings set ScoringModel "bm25", Bleve's BM25 (k1 1.2, b 0.75:
 // Bleve package variables, left alone because they are process-global).
+// Bleve derives the average document length from the per-segment sizes of
+// the field's dictionary, so scores shift slightly as segments merge
+// (Recall@100 on SciFact moves by ±0.001 between runs; nDCG@10 does not).
 // Bleve's variant takes sqrt(tf), weights each query term by idf·queryNorm
 // on top of its BM25 idf, and multiplies a disjunction by the fraction of
 // its terms that matched. Rescaling the query terms to textbook BM25 (boost
@@ -101,6 +104,20 @@
 // are the expensive case, since Bleve reads the positions of every document
 // that has all of their words. Explain re-analyses the stored text of the
 // hits it returns (a few milliseconds for 20 long sessions).
+//
+// Queries of plain words (no phrase, no exclusion), the common case, do not
+// go through Bleve's searchers: searchWords reads the segments of the scorch
+// snapshot directly, intersects each word's posting bitmap with the user's
+// documents (and with the selective words' documents, per the plan above),
+// decodes only those postings and sums scores term at a time into an array.
+// It computes Bleve's scores exactly, summed in Bleve's order, and breaks
+// ties as Bleve's collector does, so results are identical
+// (TestSearchWordsMatchesBleve checks that on every run, and is what a Bleve
+// upgrade that changes scoring would fail); it spends about 2.6 times less
+// CPU than Bleve's per-posting searcher, scorer and collector. A posting of
+// a query word still costs about 20 ns whether the user owns it or not
+// (zap cannot jump within a block), so latency grows with all users' postings
+// of the query words. An index that is not scorch falls back to Bleve.
 //
 // Put analyses and builds the two batches concurrently. Its cost is Bleve's
 // (segment building, analysis, background merges) and grows with the text:

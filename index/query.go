@@ -305,7 +305,9 @@ func (p parsedQuery) textQuery(field string, plan wordsPlan) query.Query {
 // skips through the long ones. Every document that still matches scores
 // exactly as it would without the requirement; what drops out is documents
 // with nothing but frequent words, which rank low anyway (measured on
-// SciFact and CoSQA: nDCG@10 and Recall@100 unchanged).
+// SciFact and CoSQA: nDCG@10 and Recall@100 unchanged). searchWords, which
+// evaluates plain words without this query, applies the same plan to its
+// candidate bitmap and decodes the long lists only there.
 func wordsQuery(field string, terms []string, plan wordsPlan) query.Query {
 	all := make([]query.Query, len(terms))
 	var required []query.Query

@@ -4,11 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"sort"
+	"sync"
 	"time"
 
+	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/index/scorch"
+	blevesearch "github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/query"
+	"github.com/blevesearch/bleve/v2/search/scorer"
+	segment "github.com/blevesearch/scorch_segment_api/v2"
 )
 
 // Kind selects which documents a query searches.
@@ -73,7 +81,9 @@ type Hit struct {
 // wrapping ErrBadQuery when q.Text has nothing to search for.
 //
 // A search does not read stored fields unless q.Explain is set: session id
-// and ordinal are decoded from the document id.
+// and ordinal are decoded from the document id. Plain words are evaluated
+// directly on the index segments (searchWords); phrases and exclusions go
+// through Bleve's query (searchBleve). Both rank the same way.
 func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -103,53 +113,46 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 		return nil, err
 	}
 	start := time.Now()
-	var plan wordsPlan
-	if len(pq.Phrases) == 0 {
-		if plan, err = planWords(ctx, idx, pq.Terms); err != nil {
+	var docs []docHit
+	var total uint64
+	done := false
+	if len(pq.Phrases) == 0 && len(pq.Exclude) == 0 {
+		docs, total, done, err = searchWords(ctx, idx, q.UserID, pq.Terms, limit, q.Explain)
+		if err != nil {
 			return nil, ix.searchErr(ctx, q.Kind, err)
 		}
 	}
-	// The user clause has boost 0: it restricts the result set without
-	// adding to the score or to the query norm. A conjunction (rather than a
-	// post-filter) lets Bleve skip through whichever posting list is shorter.
-	user := termQuery(fieldUser, q.UserID)
-	user.SetBoost(0)
-	req := bleve.NewSearchRequestOptions(query.NewConjunctionQuery([]query.Query{user, pq.textQuery(fieldText, plan)}), limit, 0, false)
-	if q.Explain {
-		req.Fields = []string{fieldTitle, fieldBody}
-	}
-	res, err := idx.SearchInContext(ctx, req)
-	if err != nil {
-		return nil, ix.searchErr(ctx, q.Kind, err)
+	if !done {
+		if docs, total, err = searchBleve(ctx, idx, q.UserID, pq, limit, q.Explain); err != nil {
+			return nil, ix.searchErr(ctx, q.Kind, err)
+		}
 	}
 	var terms map[string]struct{}
 	if q.Explain {
 		terms = pq.matchTerms()
 	}
-	hits := make([]Hit, 0, len(res.Hits))
-	for _, h := range res.Hits {
-		key, ord := h.ID, -1
+	hits := make([]Hit, 0, len(docs))
+	for _, d := range docs {
+		key, ord := d.id, -1
 		if q.Kind == Chunks {
 			var ok bool
-			if key, ord, ok = splitChunkID(h.ID); !ok {
-				return nil, fmt.Errorf("index: search: malformed document id %q", h.ID)
+			if key, ord, ok = splitChunkID(d.id); !ok {
+				return nil, fmt.Errorf("index: search: malformed document id %q", d.id)
 			}
 		}
 		owner, sessionID, ok := splitKey(key)
 		if !ok {
-			return nil, fmt.Errorf("index: search: malformed document id %q", h.ID)
+			return nil, fmt.Errorf("index: search: malformed document id %q", d.id)
 		}
-		if owner != q.UserID { // cannot happen while the user clause is in the query
+		if owner != q.UserID { // cannot happen: both paths match only the user's documents
 			return nil, errors.New("index: search: a document of another user matched")
 		}
-		hit := Hit{SessionID: sessionID, Ordinal: ord, Score: h.Score}
+		hit := Hit{SessionID: sessionID, Ordinal: ord, Score: d.score}
 		if q.Explain {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			title, _ := h.Fields[fieldTitle].(string)
-			body, _ := h.Fields[fieldBody].(string)
-			hit.Snippet, hit.MatchedIn = explain(ix.analyzer, terms, title, body)
+			hit.Snippet, hit.MatchedIn = explain(ix.analyzer, terms, d.title, d.body)
 		}
 		hits = append(hits, hit)
 	}
@@ -163,9 +166,52 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 		}
 		return a.Ordinal < b.Ordinal
 	})
-	ix.log.Debug().Stringer("kind", q.Kind).Int("hits", len(hits)).Uint64("total", res.Total).
+	ix.log.Debug().Stringer("kind", q.Kind).Int("hits", len(hits)).Uint64("total", total).
 		Dur("took", time.Since(start)).Msg("index: search")
 	return hits, nil
+}
+
+// docHit is one document of a result, as the two evaluation paths return
+// it: the Bleve document id, the score, and the stored text when asked for.
+type docHit struct {
+	id          string
+	score       float64
+	title, body string
+}
+
+// searchBleve runs the query through Bleve's searchers: the general path,
+// for phrases and exclusions (and whenever searchWords declines). Its
+// results define what searchWords must return.
+func searchBleve(ctx context.Context, idx bleve.Index, userID string, pq parsedQuery, limit int, explain bool) ([]docHit, uint64, error) {
+	var plan wordsPlan
+	if len(pq.Phrases) == 0 {
+		var err error
+		if plan, err = planWords(ctx, idx, pq.Terms); err != nil {
+			return nil, 0, err
+		}
+	}
+	// The user clause has boost 0: it restricts the result set without
+	// adding to the score or to the query norm. A conjunction (rather than a
+	// post-filter) lets Bleve skip through whichever posting list is shorter.
+	user := termQuery(fieldUser, userID)
+	user.SetBoost(0)
+	req := bleve.NewSearchRequestOptions(query.NewConjunctionQuery([]query.Query{user, pq.textQuery(fieldText, plan)}), limit, 0, false)
+	if explain {
+		req.Fields = []string{fieldTitle, fieldBody}
+	}
+	res, err := idx.SearchInContext(ctx, req)
+	if err != nil {
+		return nil, 0, err
+	}
+	docs := make([]docHit, len(res.Hits))
+	for i, h := range res.Hits {
+		docs[i] = docHit{id: h.ID, score: h.Score}
+		if explain {
+			docs[i].title, _ = h.Fields[fieldTitle].(string)
+			docs[i].body, _ = h.Fields[fieldBody].(string)
+		}
+	}
+	return docs, res.Total, nil
 }
 
 func (ix *Index) searchErr(ctx context.Context, kind Kind, err error) error {
@@ -198,7 +244,9 @@ type wordsPlan struct {
 // documents) and selective ones (present, but not frequent), requires a
 // selective one. Frequencies are over all users, like the BM25 statistics.
 // It reads its own snapshot of the index; a concurrent write can only
-// change the plan, never which user's documents can match.
+// change the plan, never which user's documents can match. searchWords
+// takes the same decision (planFromFrequencies) from the posting lists it
+// opens anyway, so its plan costs no look-up.
 //
 // Queries whose words are all frequent get no plan: requiring all of them
 // was measured, and intersecting lists that each cover most of the index
@@ -220,19 +268,31 @@ func planWords(ctx context.Context, idx bleve.Index, terms []string) (wordsPlan,
 	if err != nil || n < minDocsForFrequent {
 		return wordsPlan{}, err
 	}
-	limit := uint64(frequentTermShare * float64(n))
-	selective := make(map[string]bool)
-	var anyFrequent bool
-	for _, t := range terms {
+	dfs := make([]uint64, len(terms))
+	for i, t := range terms {
 		tfr, err := r.TermFieldReader(ctx, []byte(t), fieldText, false, false, false)
 		if err != nil {
 			return wordsPlan{}, err
 		}
-		df := tfr.Count()
+		dfs[i] = tfr.Count()
 		if err := tfr.Close(); err != nil {
 			return wordsPlan{}, err
 		}
-		switch {
+	}
+	return planFromFrequencies(n, terms, dfs), nil
+}
+
+// planFromFrequencies is planWords' decision, given the number of
+// documents n and each term's document frequency.
+func planFromFrequencies(n uint64, terms []string, dfs []uint64) wordsPlan {
+	if len(terms) < 2 || n < minDocsForFrequent {
+		return wordsPlan{}
+	}
+	limit := uint64(frequentTermShare * float64(n))
+	selective := make(map[string]bool)
+	var anyFrequent bool
+	for i, t := range terms {
+		switch df := dfs[i]; {
 		case df > limit:
 			anyFrequent = true
 		case df > 0:
@@ -240,7 +300,377 @@ func planWords(ctx context.Context, idx bleve.Index, terms []string) (wordsPlan,
 		}
 	}
 	if !anyFrequent || len(selective) == 0 {
-		return wordsPlan{}, nil
+		return wordsPlan{}
 	}
-	return wordsPlan{selective: selective}, nil
+	return wordsPlan{selective: selective}
+}
+
+// searchWords evaluates a query of plain words (no phrase, no exclusion)
+// on the index's segments directly, and reports done=false, without
+// error, when it cannot (the index is not a scorch index); the caller then
+// runs the same query through Bleve.
+//
+// It computes what searchBleve's query computes, score for score: Bleve's
+// BM25 variant with its statistics, the query norm, the coordination
+// factor, the same plan (planFromFrequencies), and sums in the order
+// Bleve's disjunction sums them (document frequency, ascending), so for up
+// to ten words the scores are equal bit for bit; it breaks ties the way
+// Bleve's collector does (index order). Above ten words Bleve switches to a
+// heap disjunction whose summation order follows the heap, so scores may
+// differ in the last bit and documents that close may swap.
+// TestSearchWordsMatchesBleve holds the two together.
+//
+// What it saves is Bleve's per-posting machinery, which dominates when the
+// words are common (each costs the whole of its posting list): a searcher,
+// a scorer and a pooled match object per posting, a conjunction that
+// leapfrogs the user's posting list against the disjunction, and a
+// TermFieldReader that maps document numbers between segment and index on
+// every step. Instead, per segment, the user's documents (a bitmap) are
+// intersected with each word's posting bitmap, the iterator decodes only
+// the postings in that intersection, and scores are accumulated word by
+// word in an array indexed by document number. Measured on the load
+// bench's corpus (100,000 sessions, 4 users) this is 2.6 times less CPU
+// per query, and 2.6 times less on a single-user synthetic corpus.
+func searchWords(ctx context.Context, idx bleve.Index, userID string, terms []string, limit int, explain bool) (docs []docHit, total uint64, done bool, err error) {
+	adv, err := idx.Advanced()
+	if err != nil {
+		return nil, 0, false, err
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		return nil, 0, false, err
+	}
+	defer func() {
+		if cerr := r.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	snap, ok := r.(*scorch.IndexSnapshot)
+	if !ok || len(terms) == 0 {
+		return nil, 0, false, nil
+	}
+	n, err := snap.DocCount()
+	if err != nil {
+		return nil, 0, false, err
+	}
+	if n == 0 {
+		return nil, 0, true, nil
+	}
+
+	segs := snap.Segments()
+	words := make([]wordPostings, len(terms))
+	for j, t := range terms {
+		words[j] = wordPostings{term: t, lists: make([]segment.PostingsList, len(segs))}
+	}
+	users := make([]segment.PostingsList, len(segs))
+	maxDocs := uint64(0)
+	// The sum of the dictionary sizes is what snap.FieldCardinality
+	// computes, without the field dictionary it builds (once per snapshot,
+	// about a millisecond at 100,000 sessions: every write makes one).
+	card := 0
+	for i, s := range segs {
+		maxDocs = max(maxDocs, s.Segment().Count())
+		ud, err := s.Segment().Dictionary(fieldUser)
+		if err != nil {
+			return nil, 0, false, err
+		}
+		if users[i], err = ud.PostingsList([]byte(userID), s.Deleted(), nil); err != nil {
+			return nil, 0, false, err
+		}
+		td, err := s.Segment().Dictionary(fieldText)
+		if err != nil {
+			return nil, 0, false, err
+		}
+		card += td.Cardinality()
+		for j := range words {
+			pl, err := td.PostingsList([]byte(words[j].term), s.Deleted(), nil)
+			if err != nil {
+				return nil, 0, false, err
+			}
+			words[j].lists[i] = pl
+			words[j].df += pl.Count()
+		}
+	}
+
+	if card == 0 { // no document has any term
+		return nil, 0, true, nil
+	}
+	// Bleve's BM25 statistics (searcher.bm25ScoreMetrics): the "average
+	// document length" is the field's dictionary sizes summed over
+	// segments, per document.
+	avgDocLength := math.Ceil(float64(card) / float64(n))
+
+	dfs := make([]uint64, len(words))
+	for j, w := range words {
+		dfs[j] = w.df
+	}
+	plan := planFromFrequencies(n, terms, dfs)
+
+	// Bleve's disjunction visits its term searchers ordered by document
+	// frequency (a stable insertion sort for up to 12) and sums their
+	// scores in that order; summing in the same order keeps every score
+	// bit for bit.
+	sort.SliceStable(words, func(a, b int) bool { return words[a].df < words[b].df })
+	sumOfSquaredWeights := 0.0
+	for j := range words {
+		w := &words[j]
+		w.idf = math.Log(1 + (float64(n)-float64(w.df)+0.5)/(float64(w.df)+0.5))
+		sumOfSquaredWeights += w.idf * w.idf
+	}
+	queryNorm := 1.0 / math.Sqrt(sumOfSquaredWeights)
+	for j := range words {
+		words[j].queryWeight = words[j].idf * queryNorm
+	}
+
+	acc := accumulators.Get().(*accumulator)
+	acc.grow(int(maxDocs))
+	clean := false // every entry back to zero: it may go back to the pool
+	defer func() {
+		if clean {
+			accumulators.Put(acc)
+		}
+	}()
+	top := topDocs{limit: limit}
+	numTerms := float64(len(words))
+	for i := range segs {
+		cand := postingsBitmap(users[i])
+		if cand.IsEmpty() {
+			continue
+		}
+		if plan.selective != nil {
+			sel := roaring.New()
+			for _, w := range words {
+				if plan.selective[w.term] {
+					sel.Or(postingsBitmap(w.lists[i]))
+				}
+			}
+			if cand = roaring.And(cand, sel); cand.IsEmpty() {
+				continue
+			}
+		}
+		for _, w := range words {
+			if err := ctx.Err(); err != nil {
+				return nil, 0, false, err
+			}
+			if err := acc.add(w, w.lists[i], cand, avgDocLength); err != nil {
+				return nil, 0, false, err
+			}
+		}
+		it := cand.Iterator()
+		for it.HasNext() {
+			d := it.Next()
+			c := acc.count[d]
+			if c == 0 {
+				continue
+			}
+			score := acc.sum[d] * (float64(c) / numTerms)
+			acc.sum[d], acc.count[d] = 0, 0
+			total++
+			top.add(scoredDoc{score: score, seg: i, doc: d})
+		}
+	}
+	clean = true
+
+	best := top.sorted()
+	docs = make([]docHit, len(best))
+	for k, sd := range best {
+		s := segs[sd.seg]
+		id, err := s.DocID(uint64(sd.doc))
+		if err != nil {
+			return nil, 0, false, err
+		}
+		docs[k] = docHit{id: string(id), score: sd.score}
+		if explain {
+			h := &docs[k]
+			err := s.VisitDocument(uint64(sd.doc), func(field string, _ byte, value []byte, _ []uint64) bool {
+				switch field {
+				case fieldTitle:
+					h.title = string(value)
+				case fieldBody:
+					h.body = string(value)
+				}
+				return true
+			})
+			if err != nil {
+				return nil, 0, false, err
+			}
+		}
+	}
+	return docs, total, true, nil
+}
+
+// wordPostings is one query word: its posting list in each segment and
+// its BM25 weights.
+type wordPostings struct {
+	term        string
+	lists       []segment.PostingsList // by segment
+	df          uint64                 // document frequency over all segments
+	idf         float64
+	queryWeight float64 // idf times the query norm (the word's boost is 1)
+}
+
+// postingsBitmap returns the documents of a posting list (deleted ones
+// excluded) as a bitmap the caller must not modify.
+func postingsBitmap(pl segment.PostingsList) *roaring.Bitmap {
+	it := pl.Iterator(false, false, false, nil)
+	if o, ok := it.(segment.OptimizablePostingsIterator); ok {
+		if bm := o.ActualBitmap(); bm != nil {
+			return bm
+		}
+		if d, ok := o.DocNum1Hit(); ok {
+			return roaring.BitmapOf(uint32(d))
+		}
+	}
+	bm := roaring.New()
+	for {
+		p, err := it.Next()
+		if err != nil || p == nil {
+			return bm
+		}
+		bm.Add(uint32(p.Number()))
+	}
+}
+
+// accumulator holds the partial scores of one segment's documents, by
+// document number; every entry is zero between uses.
+type accumulator struct {
+	sum   []float64
+	count []uint8 // words matched; MaxQueryTerms fits
+}
+
+var accumulators = sync.Pool{New: func() any { return new(accumulator) }}
+
+func (a *accumulator) grow(n int) {
+	if len(a.sum) < n {
+		a.sum = make([]float64, n)
+		a.count = make([]uint8, n)
+	}
+}
+
+// add scores the postings of w in one segment that fall in cand, the way
+// Bleve's TermQueryScorer does with a boost of 1.
+func (a *accumulator) add(w wordPostings, pl segment.PostingsList, cand *roaring.Bitmap, avgDocLength float64) error {
+	it := pl.Iterator(true, true, false, nil)
+	filter := true
+	if o, ok := it.(segment.OptimizablePostingsIterator); ok {
+		if bm := o.ActualBitmap(); bm != nil {
+			filter = false
+			// With a smaller bitmap the iterator decodes only the postings
+			// of cand, stepping over the others; when cand holds them all
+			// (a single user), the untouched iterator is the faster one.
+			if in := roaring.And(bm, cand); in.GetCardinality() < bm.GetCardinality() {
+				o.ReplaceActual(in)
+			}
+		}
+	}
+	for {
+		p, err := it.Next()
+		if err != nil {
+			return err
+		}
+		if p == nil {
+			return nil
+		}
+		d := uint32(p.Number())
+		if filter && !cand.Contains(d) {
+			continue
+		}
+		freq := p.Frequency()
+		var tf float64
+		if freq < scorer.MaxSqrtCache {
+			tf = scorer.SqrtCache[int(freq)]
+		} else {
+			tf = math.Sqrt(float64(freq))
+		}
+		norm := p.Norm()
+		fieldLength := 1 / (norm * norm)
+		score := w.idf * (tf * blevesearch.BM25_k1) /
+			(tf + blevesearch.BM25_k1*(1-blevesearch.BM25_b+(blevesearch.BM25_b*fieldLength/avgDocLength)))
+		if w.queryWeight != 1.0 {
+			score = score * w.queryWeight
+		}
+		a.sum[d] += score
+		a.count[d]++
+	}
+}
+
+// scoredDoc is a document of segment seg with its final score.
+type scoredDoc struct {
+	score float64
+	seg   int
+	doc   uint32
+}
+
+// worse reports whether a ranks below b: lower score, or the same score
+// and later in the index (Bleve's collector breaks ties by index order).
+func (a scoredDoc) worse(b scoredDoc) bool {
+	if a.score != b.score {
+		return a.score < b.score
+	}
+	if a.seg != b.seg {
+		return a.seg > b.seg
+	}
+	return a.doc > b.doc
+}
+
+// topDocs keeps the limit best documents: a heap with the worst on top.
+type topDocs struct {
+	limit int
+	heap  []scoredDoc
+}
+
+func (t *topDocs) add(d scoredDoc) {
+	h := t.heap
+	if len(h) == t.limit {
+		if !h[0].worse(d) {
+			return
+		}
+		h[0] = d
+		t.down(0)
+		return
+	}
+	h = append(h, d)
+	t.heap = h
+	for i := len(h) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !h[i].worse(h[parent]) {
+			break
+		}
+		h[i], h[parent] = h[parent], h[i]
+		i = parent
+	}
+}
+
+func (t *topDocs) down(i int) {
+	h := t.heap
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		m := l
+		if r := l + 1; r < len(h) && h[r].worse(h[l]) {
+			m = r
+		}
+		if !h[m].worse(h[i]) {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
+// sorted returns the documents best first.
+func (t *topDocs) sorted() []scoredDoc {
+	out := slices.Clone(t.heap)
+	slices.SortFunc(out, func(a, b scoredDoc) int {
+		switch {
+		case b.worse(a):
+			return -1
+		case a.worse(b):
+			return 1
+		}
+		return 0
+	})
+	return out
 }
