@@ -430,7 +430,10 @@ func TestSearchWordsMatchesBleve(t *testing.T) {
 				if kind == Chunks {
 					idx = ix.chunks
 				}
-				for _, user := range users {
+				for k, user := range users {
+					// Every user's queries run on one goroutine and on several
+					// (the work split by segment and document range).
+					workers := 1 + 2*(k%2)
 					for _, limit := range []int{3, 20, 1000} {
 						explain := limit == 3
 						var got, want []docHit
@@ -438,7 +441,7 @@ func TestSearchWordsMatchesBleve(t *testing.T) {
 						for {
 							before := snapshot(idx)
 							var done bool
-							got, total, done, err = searchWords(ctx, idx, user, pq.Terms, limit, explain)
+							got, total, done, err = searchWords(ctx, idx, user, pq.Terms, limit, explain, workers)
 							if err != nil || !done {
 								t.Fatalf("searchWords(%q): done=%v, %v", text, done, err)
 							}
