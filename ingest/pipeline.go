@@ -51,6 +51,11 @@ type PipelineOptions struct {
 	// (p99 0.96-0.98 s either way) and left the chunk queue slower (more,
 	// smaller Bleve segments).
 	BatchSize int
+	// StepBytes bounds the searchable text one step indexes, so a step of
+	// long sessions (a few hundred KB each) cannot hold up the queue for
+	// many seconds; at least one session is always taken. 0 = 2 MiB, about
+	// 350 typical sessions: BatchSize binds first for those.
+	StepBytes int
 	// Backoff bounds the retry delay after a failed step. 0 = 30s.
 	MaxBackoff time.Duration
 	Logger     zerolog.Logger
@@ -95,6 +100,9 @@ func NewPipeline(store *kv.Store, idx TextIndex, opts PipelineOptions, stages ..
 	}
 	if opts.BatchSize <= 0 {
 		opts.BatchSize = 256
+	}
+	if opts.StepBytes <= 0 {
+		opts.StepBytes = 2 << 20
 	}
 	if opts.MaxBackoff <= 0 {
 		opts.MaxBackoff = 30 * time.Second
@@ -172,12 +180,17 @@ func (p *Pipeline) drain(ctx context.Context, q kv.Queue, limit int) (int, error
 	err := p.store.View(ctx, func(tx *kv.Tx) error {
 		dirty = tx.DirtySessions(q, limit)
 		docs = docs[:0]
-		for _, d := range dirty {
+		size := 0
+		for i, d := range dirty {
 			doc, err := LoadDoc(tx, d.UserID, d.SessionID)
 			if err != nil {
 				return err
 			}
 			docs = append(docs, doc)
+			if size += doc.textBytes(); size >= p.opts.StepBytes {
+				dirty = dirty[:i+1] // the rest waits for the next step
+				break
+			}
 		}
 		return nil
 	})
@@ -319,6 +332,15 @@ func LoadDoc(tx *kv.Tx, userID, sessionID string) (Doc, error) {
 	d.Exchanges = Exchanges(msgs)
 	d.Chunks = Chunks(d.Exchanges)
 	return d, nil
+}
+
+// textBytes is the size of the searchable text of d.
+func (d Doc) textBytes() int {
+	n := len(d.Session.Title)
+	for _, c := range d.Chunks {
+		n += len(c.Text)
+	}
+	return n
 }
 
 // IndexSession is the index document for a loaded session.

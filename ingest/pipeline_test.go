@@ -130,3 +130,34 @@ func sortedIDs(ids ...string) []string {
 	slices.Sort(ids)
 	return ids
 }
+
+// TestPipelineStepBytes: a step stops taking sessions once their text
+// reaches StepBytes (always taking at least one), and the rest waits.
+func TestPipelineStepBytes(t *testing.T) {
+	f := newFixture(t)
+	ix, err := index.Open(t.TempDir(), index.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ix.Close() })
+	p := ingest.NewPipeline(f.st, ix, ingest.PipelineOptions{StepBytes: 20})
+	for _, s := range []string{"a", "b", "c"} {
+		// 24 bytes of text each: over the budget alone.
+		f.batch(fmt.Sprintf(`{"messages":[{"sessionExternalId":%q,"externalId":"m","role":"user","textContent":"a fairly long message %s"}]}`, s, s))
+	}
+	var steps []int
+	for {
+		n, err := p.DrainOnce(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+		steps = append(steps, n)
+	}
+	// Three search steps, then three chunk steps, of one session each.
+	if want := []int{1, 1, 1, 1, 1, 1}; !slices.Equal(steps, want) {
+		t.Errorf("steps took %v sessions, want %v", steps, want)
+	}
+}
