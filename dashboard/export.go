@@ -2,7 +2,6 @@ package dashboard
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -69,39 +68,15 @@ func (s *Server) exportEvals(w http.ResponseWriter, r *http.Request, v *viewer) 
 	if len(picks) == 0 {
 		return errBadRequest("No eval-ready session was selected: tick the sessions to export (or \"all in this view\") and try again.")
 	}
-	cases := 0
-	for _, p := range picks {
-		n, err := exporter.CountEval(f, exporter.Session{Session: p, Messages: s.storedMessages(r.Context(), uid, p.ID, p.NextSeq)}, opts)
-		if err != nil {
-			return err
-		}
-		cases += n
+	sessions, cases, err := exporter.StoredEvals(r.Context(), s.cfg.Store, uid, picks, f, opts)
+	if err != nil {
+		return err
 	}
 	h := w.Header()
 	h.Set("Content-Type", f.ContentType())
 	h.Set("Content-Disposition", exporter.Attachment(fmt.Sprintf("hindsight-evals-%s-%s.%s", f, s.cfg.Now().UTC().Format(time.DateOnly), f.Ext())))
 	h.Set("X-Export-Sessions", strconv.Itoa(len(picks)))
 	h.Set("X-Export-TestCases", strconv.Itoa(cases))
-	// Second pass: stream, re-reading each record (labels may have changed).
-	sessions := func(yield func(exporter.Session) error) error {
-		for _, p := range picks {
-			var ss kv.Session
-			err := s.cfg.Store.View(r.Context(), func(tx *kv.Tx) error {
-				var err error
-				ss, err = tx.Session(uid, p.ID)
-				return err
-			})
-			if errors.Is(err, kv.ErrNotFound) {
-				continue // deleted since the first pass
-			} else if err != nil {
-				return err
-			}
-			if err := yield(exporter.Session{Session: ss, Messages: s.storedMessages(r.Context(), uid, p.ID, p.NextSeq)}); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
 	d := exporter.NewDownload(w)
 	err = exporter.WriteEval(d, f, sessions, opts)
 	return d.Finish(r, err)

@@ -147,3 +147,40 @@ func (d *Download) Finish(r *http.Request, err error) error {
 func Attachment(name string) string {
 	return mime.FormatMediaType("attachment", map[string]string{"filename": name})
 }
+
+// StoredEvals prepares the download of an eval dataset of the sessions picks
+// (fixed by the caller's first pass, each with the NextSeq it had then): it
+// counts the test cases now, so the caller can send them in headers before
+// the body, and returns the stream WriteEval takes. The stream re-reads each
+// session record when it reaches it (labels may have changed; a session
+// deleted meanwhile is left out) and its messages in short transactions.
+func StoredEvals(ctx context.Context, st Viewer, uid string, picks []kv.Session, f EvalFormat, opts Options) (Sessions, int, error) {
+	cases := 0
+	for _, p := range picks {
+		n, err := CountEval(f, Session{Session: p, Messages: StoredMessages(ctx, st, uid, p.ID, p.NextSeq)}, opts)
+		if err != nil {
+			return nil, 0, err
+		}
+		cases += n
+	}
+	sessions := func(yield func(Session) error) error {
+		for _, p := range picks {
+			var ss kv.Session
+			err := st.View(ctx, func(tx *kv.Tx) error {
+				var err error
+				ss, err = tx.Session(uid, p.ID)
+				return err
+			})
+			if errors.Is(err, kv.ErrNotFound) {
+				continue // deleted since the first pass
+			} else if err != nil {
+				return err
+			}
+			if err := yield(Session{Session: ss, Messages: StoredMessages(ctx, st, uid, p.ID, p.NextSeq)}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return sessions, cases, nil
+}

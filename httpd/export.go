@@ -192,13 +192,9 @@ func (s *Server) exportEvals(w http.ResponseWriter, r *http.Request) error {
 	if len(ids) == 0 {
 		slices.SortFunc(picks, byReview)
 	}
-	cases := 0
-	for _, p := range picks {
-		n, err := exporter.CountEval(f, exporter.Session{Session: p, Messages: s.storedMessages(r.Context(), uid, p.ID, p.NextSeq)}, opts)
-		if err != nil {
-			return err
-		}
-		cases += n
+	sessions, cases, err := exporter.StoredEvals(r.Context(), s.cfg.Records, uid, picks, f, opts)
+	if err != nil {
+		return err
 	}
 
 	h := w.Header()
@@ -208,26 +204,6 @@ func (s *Server) exportEvals(w http.ResponseWriter, r *http.Request) error {
 	h.Set("X-Export-Sessions", strconv.Itoa(len(picks)))
 	h.Set("X-Export-TestCases", strconv.Itoa(cases))
 
-	// Second pass: stream.
-	sessions := func(yield func(exporter.Session) error) error {
-		for _, p := range picks {
-			var ss kv.Session
-			err := s.cfg.Records.View(r.Context(), func(tx *kv.Tx) error {
-				var err error
-				ss, err = tx.Session(uid, p.ID)
-				return err
-			})
-			if isNotFound(err) {
-				continue // deleted since the first pass
-			} else if err != nil {
-				return err
-			}
-			if err := yield(exporter.Session{Session: ss, Messages: s.storedMessages(r.Context(), uid, p.ID, p.NextSeq)}); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
 	st := exporter.NewDownload(w)
 	err = exporter.WriteEval(st, f, sessions, opts)
 	return st.Finish(r, err)

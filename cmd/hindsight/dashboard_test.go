@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"net/http/cookiejar"
 	"net/url"
 	"regexp"
 	"strings"
@@ -36,25 +35,9 @@ var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 // webSignIn signs a cookie client in through the sign-in form.
 func webSignIn(t *testing.T, base, name, password string) *http.Client {
 	t.Helper()
-	jar, _ := cookiejar.New(nil)
-	c := noRedirects(jar)
-	resp, err := c.Get(base + "/login")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	m := csrfField.FindSubmatch(body)
-	if m == nil {
-		t.Fatalf("no CSRF field on /login:\n%s", body)
-	}
-	resp, err = c.PostForm(base+"/login", url.Values{"csrf": {string(m[1])}, "name": {name}, "password": {password}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/sessions" {
-		t.Fatalf("sign in: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+	status, c := signInStatus(t, base, name, password)
+	if status != http.StatusSeeOther {
+		t.Fatalf("sign in as %s: status %d, want 303 to /sessions", name, status)
 	}
 	return c
 }
