@@ -434,29 +434,51 @@ func (p *Pipeline) Rebuild(ctx context.Context, progress func(done, total int)) 
 	if err != nil {
 		return err
 	}
+	// Loading a batch (reading and decoding its messages) runs on one core;
+	// it overlaps with indexing the previous batch, which uses all of them.
 	const step = 500
-	for i := 0; i < len(refs); i += step {
-		end := min(i+step, len(refs))
-		var docs []Doc
-		err := p.store.View(ctx, func(tx *kv.Tx) error {
-			for _, r := range refs[i:end] {
-				d, err := LoadDoc(tx, r[0], r[1])
-				if err != nil {
-					return err
+	type loaded struct {
+		docs []Doc
+		end  int
+		err  error
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	batches := make(chan loaded, 1)
+	go func() {
+		defer close(batches)
+		for i := 0; i < len(refs); i += step {
+			b := loaded{end: min(i+step, len(refs))}
+			b.err = p.store.View(ctx, func(tx *kv.Tx) error {
+				for _, r := range refs[i:b.end] {
+					d, err := LoadDoc(tx, r[0], r[1])
+					if err != nil {
+						return err
+					}
+					b.docs = append(b.docs, d)
 				}
-				docs = append(docs, d)
+				return nil
+			})
+			select {
+			case batches <- b:
+			case <-ctx.Done():
+				return
 			}
-			return nil
-		})
-		if err != nil {
-			return err
+			if b.err != nil {
+				return
+			}
 		}
-		if err := p.apply(ctx, docs); err != nil {
+	}()
+	for b := range batches {
+		if b.err != nil {
+			return b.err
+		}
+		if err := p.apply(ctx, b.docs); err != nil {
 			return err
 		}
 		if progress != nil {
-			progress(end, len(refs))
+			progress(b.end, len(refs))
 		}
 	}
-	return nil
+	return ctx.Err()
 }

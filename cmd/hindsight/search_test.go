@@ -434,3 +434,46 @@ func TestIndexRebuildGivesIdenticalResults(t *testing.T) {
 }
 
 func nopLogger() zerolog.Logger { return zerolog.Nop() }
+
+// TestReindexCommand: `hindsight reindex` (server stopped) rebuilds the
+// index from the records, in several batches, and a server started on it
+// answers at once as before, without rebuilding.
+func TestReindexCommand(t *testing.T) {
+	dir := t.TempDir()
+	ta := newTestApp(t, dir)
+	key := ta.key("alice")
+	const n = 1050 // more than two of Rebuild's batches of 500
+	var sessions, messages []any
+	for i := range n {
+		sid := fmt.Sprintf("s%d", i)
+		sessions = append(sessions, map[string]any{"externalId": sid, "title": fmt.Sprintf("session %d", i)})
+		messages = append(messages,
+			msg(sid, "q", "user", map[string]any{"textContent": fmt.Sprintf("question about marker%d", i%50)}),
+			msg(sid, "a", "assistant", map[string]any{"textContent": "an answer"}))
+	}
+	ta.batch(key, map[string]any{"sessions": sessions, "messages": messages})
+	ta.idle()
+	_, before := ta.search(key, "marker7", "&limit=100")
+	if len(before) != n/50 {
+		t.Fatalf("before reindex: %d results for marker7, want %d", len(before), n/50)
+	}
+	ta.close()
+
+	out, err := runCmd(t, "reindex", "--data", dir)
+	if err != nil {
+		t.Fatalf("reindex: %v", err)
+	}
+	if want := fmt.Sprintf("reindexed: %d sessions, %d chunks", n, n); !strings.Contains(out, want) {
+		t.Errorf("reindex printed %q, want %q", out, want)
+	}
+	ta2 := newTestApp(t, dir)
+	_, after := ta2.search(key, "marker7", "&limit=100")
+	if len(after) != len(before) {
+		t.Fatalf("after reindex: %d results, want %d", len(after), len(before))
+	}
+	for i := range after {
+		if after[i].ID != before[i].ID {
+			t.Errorf("result %d: %s after reindex, %s before", i, after[i].ID, before[i].ID)
+		}
+	}
+}
