@@ -167,18 +167,20 @@ func (p *Pipeline) Run(ctx context.Context) {
 // queue: up to BatchSize sessions of the search queue or, when that is
 // empty, of the chunk queue. 0 means both are empty.
 func (p *Pipeline) DrainOnce(ctx context.Context) (int, error) {
-	n, err := p.drain(ctx, kv.SearchQueue, p.opts.BatchSize)
+	n, err := p.drain(ctx, kv.SearchQueue)
 	if err != nil || n > 0 {
 		return n, err
 	}
-	return p.drain(ctx, kv.ChunkQueue, p.opts.BatchSize)
+	return p.drain(ctx, kv.ChunkQueue)
 }
 
-func (p *Pipeline) drain(ctx context.Context, q kv.Queue, limit int) (int, error) {
+// drain does one step of queue q: a search step writes session documents,
+// a chunk step writes chunk documents and runs the stages.
+func (p *Pipeline) drain(ctx context.Context, q kv.Queue) (int, error) {
 	var dirty []kv.Dirty
 	var docs []Doc
 	err := p.store.View(ctx, func(tx *kv.Tx) error {
-		dirty = tx.DirtySessions(q, limit)
+		dirty = tx.DirtySessions(q, p.opts.BatchSize)
 		docs = docs[:0]
 		size := 0
 		for i, d := range dirty {
@@ -199,9 +201,9 @@ func (p *Pipeline) drain(ctx context.Context, q kv.Queue, limit int) (int, error
 		return 0, err
 	}
 	if q == kv.SearchQueue {
-		err = p.applySearch(ctx, docs)
+		err = p.write(ctx, docs, p.index.PutSessions, false)
 	} else {
-		err = p.applyChunks(ctx, docs)
+		err = p.write(ctx, docs, p.index.PutChunks, true)
 	}
 	if err != nil {
 		p.record(0, err)
@@ -241,8 +243,6 @@ func (p *Pipeline) drain(ctx context.Context, q kv.Queue, limit int) (int, error
 			p.lag = p.lag[len(p.lag)-50_000:]
 		}
 		p.mu.Unlock()
-	}
-	if q == kv.SearchQueue {
 		p.record(len(dirty), nil) // Indexed counts sessions made searchable
 	} else {
 		p.record(0, nil)
@@ -250,23 +250,10 @@ func (p *Pipeline) drain(ctx context.Context, q kv.Queue, limit int) (int, error
 	return len(dirty), nil
 }
 
-// applySearch writes the session documents of docs (search queue);
-// applyChunks writes their chunk documents, then runs the stages (chunk
-// queue); apply writes both kinds, then runs the stages (rebuilds). All
-// three remove every document of deleted sessions: a chunk step may have
-// written chunks from a read made before the deletion.
-func (p *Pipeline) applySearch(ctx context.Context, docs []Doc) error {
-	return p.write(ctx, docs, p.index.PutSessions, false)
-}
-
-func (p *Pipeline) applyChunks(ctx context.Context, docs []Doc) error {
-	return p.write(ctx, docs, p.index.PutChunks, true)
-}
-
-func (p *Pipeline) apply(ctx context.Context, docs []Doc) error {
-	return p.write(ctx, docs, p.index.Put, true)
-}
-
+// write indexes docs with put (PutSessions for a search step, PutChunks for
+// a chunk step, Put for a rebuild), then, if stages, runs the stages. It
+// removes every document of deleted sessions whichever put it is given: a
+// chunk step may have written chunks from a read made before the deletion.
 func (p *Pipeline) write(ctx context.Context, docs []Doc, put func(context.Context, []index.Session) error, stages bool) error {
 	var sessions []index.Session
 	deleted := map[string][]string{} // user -> session ids
@@ -473,7 +460,7 @@ func (p *Pipeline) Rebuild(ctx context.Context, progress func(done, total int)) 
 		if b.err != nil {
 			return b.err
 		}
-		if err := p.apply(ctx, b.docs); err != nil {
+		if err := p.write(ctx, b.docs, p.index.Put, true); err != nil {
 			return err
 		}
 		if progress != nil {
