@@ -80,16 +80,23 @@ func PrintComparison(w io.Writer, c *Comparison) {
 	}
 	fmt.Fprintf(w, "%-26s %17s %10s %10s %11s %9s %9s\n", "mode", "nDCG@10", "ΔRecall@100", "ΔMRR@10", "Δp50 ms", "p (rand)", "p (t)")
 	for _, d := range c.Modes {
-		pr, pt := "-", "-"
-		if d.Test != nil {
-			pr = fmt.Sprintf("%.4f", d.Test.P)
-			if !math.IsNaN(d.Test.PT) {
-				pt = fmt.Sprintf("%.4f", d.Test.PT)
-			}
-		}
+		pr, pt := d.pValues("-")
 		fmt.Fprintf(w, "%-26s %.4f → %.4f %10s %10s %+11.2f %9s %9s %s\n", d.Mode, d.Base.NDCG10, d.Cur.NDCG10,
 			delta4(d.Cur.Recall100-d.Base.Recall100), delta4(d.Cur.MRR10-d.Base.MRR10), millis(d.Cur.P50-d.Base.P50), pr, pt, d.verdict())
 	}
+}
+
+// pValues formats the randomisation and t-test p-values of the delta, or
+// none where there is no test.
+func (d ModeDelta) pValues(none string) (pr, pt string) {
+	pr, pt = none, none
+	if d.Test != nil {
+		pr = fmt.Sprintf("%.4f", d.Test.P)
+		if !math.IsNaN(d.Test.PT) {
+			pt = fmt.Sprintf("%.4f", d.Test.PT)
+		}
+	}
+	return pr, pt
 }
 
 // delta4 formats a difference of two metrics with a sign and 4 decimals.

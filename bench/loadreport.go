@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -146,11 +145,7 @@ func WriteLoadFiles(dir string, r *LoadResult) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, ResultFile), append(b, '\n'), 0o644); err != nil {
+	if err := writeResultJSON(dir, r); err != nil {
 		return err
 	}
 	if err := loadCharts(dir, r); err != nil {

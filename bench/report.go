@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -35,11 +34,7 @@ func WriteRelevanceFiles(dir string, r *RelevanceResult) error {
 	if err := os.WriteFile(filepath.Join(dir, PerQueryFile), pq.Bytes(), 0o644); err != nil {
 		return err
 	}
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, ResultFile), append(b, '\n'), 0o644); err != nil {
+	if err := writeResultJSON(dir, r); err != nil {
 		return err
 	}
 	return WriteRelevanceReport(dir, r)
@@ -192,13 +187,7 @@ func RelevanceMarkdown(r *RelevanceResult) string {
 		}
 		b.WriteString("| mode | nDCG@10 baseline → now | Δ | p (randomisation) | p (t-test) | ΔRecall@100 | ΔMRR@10 | Δp50 ms |\n|---|---|---|---|---|---|---|---|\n")
 		for _, d := range c.Modes {
-			pr, pt := "–", "–"
-			if d.Test != nil {
-				pr = fmt.Sprintf("%.4f", d.Test.P)
-				if !math.IsNaN(d.Test.PT) {
-					pt = fmt.Sprintf("%.4f", d.Test.PT)
-				}
-			}
+			pr, pt := d.pValues("–")
 			fmt.Fprintf(&b, "| %s | %.4f → %.4f | %s | %s | %s | %s | %s | %+.2f |\n", d.Mode, d.Base.NDCG10, d.Cur.NDCG10,
 				delta4(d.Cur.NDCG10-d.Base.NDCG10), pr, pt, delta4(d.Cur.Recall100-d.Base.Recall100), delta4(d.Cur.MRR10-d.Base.MRR10), millis(d.Cur.P50-d.Base.P50))
 		}
@@ -216,4 +205,13 @@ func RelevanceMarkdown(r *RelevanceResult) string {
 	fmt.Fprintf(&b, "\n`%s` has every number above and per-query nDCG@10 (for `--baseline`); `%s` has, per query, "+
 		"the relevant ids and the ids each system returned, for error analysis.\n", ResultFile, PerQueryFile)
 	return b.String()
+}
+
+// writeResultJSON writes v, indented, as dir's result.json.
+func writeResultJSON(dir string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, ResultFile), append(b, '\n'), 0o644)
 }
