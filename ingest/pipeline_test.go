@@ -39,11 +39,7 @@ func (r *recordingStage) Process(_ context.Context, docs []ingest.Doc) error {
 // when the search queue is empty; deletions go through both.
 func TestPipelineQueues(t *testing.T) {
 	f := newFixture(t)
-	ix, err := index.Open(t.TempDir(), index.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ix.Close() })
+	ix := openIndex(t)
 	stage := &recordingStage{}
 	p := ingest.NewPipeline(f.st, ix, ingest.PipelineOptions{}, stage)
 
@@ -126,6 +122,17 @@ func TestPipelineQueues(t *testing.T) {
 	step(0)
 }
 
+// openIndex opens a full-text index in a temporary directory for the test.
+func openIndex(t *testing.T) *index.Index {
+	t.Helper()
+	ix, err := index.Open(t.TempDir(), index.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ix.Close() })
+	return ix
+}
+
 func sortedIDs(ids ...string) []string {
 	slices.Sort(ids)
 	return ids
@@ -135,11 +142,7 @@ func sortedIDs(ids ...string) []string {
 // reaches StepBytes (always taking at least one), and the rest waits.
 func TestPipelineStepBytes(t *testing.T) {
 	f := newFixture(t)
-	ix, err := index.Open(t.TempDir(), index.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ix.Close() })
+	ix := openIndex(t)
 	p := ingest.NewPipeline(f.st, ix, ingest.PipelineOptions{StepBytes: 20})
 	for _, s := range []string{"a", "b", "c"} {
 		// 24 bytes of text each: over the budget alone.
