@@ -536,11 +536,11 @@ type segTask struct {
 	cand *roaring.Bitmap
 }
 
-// splitTasks cuts tasks larger than a fair share of work (candidates) into
-// ranges of document numbers, so that workers goroutines finish together,
-// and orders them largest first.
-func splitTasks(tasks []segTask, work uint64, workers int) []segTask {
-	share := max(work/uint64(workers*2), 1)
+// splitTasks cuts tasks holding more than a fair share (half a worker's)
+// of all candidates into ranges of document numbers, so that workers
+// goroutines finish together, and orders them largest first.
+func splitTasks(tasks []segTask, candidates uint64, workers int) []segTask {
+	share := max(candidates/uint64(workers*2), 1)
 	var out []segTask
 	for _, t := range tasks {
 		n := t.cand.GetCardinality()
