@@ -229,23 +229,29 @@ func (l *Loader) Step(ctx context.Context, o StepOptions) (LoadStep, error) {
 func (l *Loader) queries(n int) []string {
 	out := make([]string, n)
 	for i := range out {
-		switch i % 4 {
-		case 0:
-			out[i] = genIdents[l.rng.IntN(len(genIdents))]
-		case 1:
-			t := genTopics[l.rng.IntN(len(genTopics))]
-			out[i] = t.area + " " + t.thing
-		case 2:
-			out[i] = genErrors[l.rng.IntN(len(genErrors))]
-		default:
-			if len(l.terms) > 0 {
-				out[i] = l.terms[l.rng.IntN(len(l.terms))]
-			} else {
-				out[i] = "fix the flaky test"
-			}
-		}
+		_, out[i] = LoadQuery(l.rng, i, l.terms)
 	}
 	return out
+}
+
+// LoadQuery draws the i-th query of the load bench's mix with rng: in turn
+// an identifier, a topic ("area thing"), an error message and one of
+// titles (the generator's session titles). kind names which ("ident",
+// "topic", "error", "title"), for reports per kind.
+func LoadQuery(rng *rand.Rand, i int, titles []string) (kind, text string) {
+	switch i % 4 {
+	case 0:
+		return "ident", genIdents[rng.IntN(len(genIdents))]
+	case 1:
+		t := genTopics[rng.IntN(len(genTopics))]
+		return "topic", t.area + " " + t.thing
+	case 2:
+		return "error", genErrors[rng.IntN(len(genErrors))]
+	}
+	if len(titles) == 0 {
+		return "title", "fix the flaky test"
+	}
+	return "title", titles[rng.IntN(len(titles))]
 }
 
 func (c *Client) search(ctx context.Context, mode, q string, k int) error {

@@ -192,24 +192,6 @@ type searchperfQuery struct {
 	text string
 }
 
-// The query vocabulary of bench/gen.go (unexported there): the identifiers
-// its sentences and code use, its topics' area and thing, its error
-// messages. Keep in step with gen.go.
-var (
-	searchperfIdents = []string{"parseConfigFile", "retry_with_backoff", "UserSessionStore", "handleWebhook",
-		"buildIndexBatch", "normalize_path", "TokenBucket", "flushPending", "load_fixtures", "ConnPool.acquire"}
-	searchperfTopics = []string{"auth login redirect", "database connection pool", "cache stale entries",
-		"parser unicode escapes", "scheduler retry backoff", "http timeout handling", "build flaky integration test",
-		"config environment overrides", "queue duplicate delivery", "search ranking regression",
-		"payments currency rounding", "metrics histogram buckets", "migrations column rename",
-		"websocket reconnect storm", "storage file handle leak", "logging request id propagation",
-		"cli flag parsing", "deploy rollback script"}
-	searchperfErrors = []string{"panic: assignment to entry in nil map",
-		"TypeError: Cannot read properties of undefined (reading 'id')", "segmentation fault (core dumped)",
-		"context deadline exceeded", "ECONNREFUSED 127.0.0.1:5432", "IndexError: list index out of range",
-		"deadlock detected"}
-)
-
 // searchperfQueries draws n queries the way the load bench's Loader does
 // for seed 1: identifiers, topic pairs, error messages and session titles
 // (of the first 2000 sessions) in turn.
@@ -217,16 +199,7 @@ func searchperfQueries(titles []string, n int) []searchperfQuery {
 	rng := rand.New(rand.NewPCG(1, 7))
 	out := make([]searchperfQuery, n)
 	for i := range out {
-		switch i % 4 {
-		case 0:
-			out[i] = searchperfQuery{"ident", searchperfIdents[rng.IntN(len(searchperfIdents))]}
-		case 1:
-			out[i] = searchperfQuery{"topic", searchperfTopics[rng.IntN(len(searchperfTopics))]}
-		case 2:
-			out[i] = searchperfQuery{"error", searchperfErrors[rng.IntN(len(searchperfErrors))]}
-		default:
-			out[i] = searchperfQuery{"title", titles[rng.IntN(len(titles))]}
-		}
+		out[i].kind, out[i].text = bench.LoadQuery(rng, i, titles)
 	}
 	return out
 }
