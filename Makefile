@@ -5,6 +5,9 @@
 # required: a missing one fails the run instead of skipping.
 GO        ?= go
 MODEL_DIR ?= $(CURDIR)/.cache/models/use-lite
+# The relevance datasets live beside the repository (../shared/datasets); a
+# missing one fails make test rather than skipping.
+DATASETS  ?= $(abspath $(CURDIR)/../shared/datasets)
 
 .PHONY: test vet unit model weaviate chromium fmt-check build compose-test
 
@@ -12,6 +15,7 @@ test: fmt-check vet model weaviate chromium
 	HINDSIGHT_MODEL_DIR=$(MODEL_DIR) HINDSIGHT_REQUIRE_MODEL=1 \
 	HINDSIGHT_WEAVIATE_BIN=$$(bash scripts/weaviate.sh path) HINDSIGHT_REQUIRE_WEAVIATE=1 \
 	HINDSIGHT_REQUIRE_NPM=1 HINDSIGHT_REQUIRE_BROWSER=1 \
+	HINDSIGHT_DATASETS=$(DATASETS) HINDSIGHT_REQUIRE_DATASETS=1 \
 	$(GO) test -race -count=1 -timeout 20m ./...
 
 build:

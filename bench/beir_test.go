@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -569,14 +570,20 @@ func TestLoadBEIRCanceled(t *testing.T) {
 	}
 }
 
-// datasetDir returns the shared dataset directory name, skipping the test
-// loudly when it is not on this machine.
+// datasetDir returns a shared dataset's directory: under HINDSIGHT_DATASETS,
+// else ../shared/datasets beside the repository root (bench/ is one level
+// down). A missing dataset skips the test loudly, and fails it when
+// HINDSIGHT_REQUIRE_DATASETS is set, as make test does.
 func datasetDir(t *testing.T, name string) string {
 	t.Helper()
-	root := cmp.Or(os.Getenv("HINDSIGHT_DATASETS"), "/work/shared/datasets")
+	root := cmp.Or(os.Getenv("HINDSIGHT_DATASETS"), filepath.Join("..", "..", "shared", "datasets"))
 	dir := filepath.Join(root, name)
 	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("SKIPPING: dataset %s not available (%v); set HINDSIGHT_DATASETS to its parent directory", name, err)
+		msg := fmt.Sprintf("SKIPPING: dataset %s not available (%v); set HINDSIGHT_DATASETS to its parent directory", name, err)
+		if os.Getenv("HINDSIGHT_REQUIRE_DATASETS") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
 	}
 	return dir
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/hindsight-dev/hindsight/exporter"
 )
@@ -55,7 +56,9 @@ func TestGolden(t *testing.T) {
 		}},
 		{"session-untitled.md", exporter.Markdown, withTools, func(t *testing.T, out []byte) { checkMarkdown(t, out, fx[1].msgs, withTools) }},
 	}
-	var cases int
+	// covered collects the golden files the cases compared, so a golden file
+	// that no case checks any more (a dropped or renamed case) fails the test.
+	covered := map[string]bool{}
 	for _, c := range session {
 		t.Run(c.file, func(t *testing.T) {
 			f := fx[0]
@@ -69,7 +72,7 @@ func TestGolden(t *testing.T) {
 			c.check(t, buf.Bytes())
 			golden(t, c.file, buf.Bytes())
 		})
-		cases++
+		covered[c.file] = true
 	}
 	evals := []struct {
 		file   string
@@ -81,7 +84,7 @@ func TestGolden(t *testing.T) {
 		{"evals-deepeval-tools.json", exporter.DeepEval, withTools, checkJSON},
 		{"evals-chat.jsonl", exporter.ChatJSONL, exporter.Options{}, checkJSONLines},
 		{"evals-chat-tools.jsonl", exporter.ChatJSONL, withTools, checkJSONLines},
-		{"evals-text.txt", exporter.Text, exporter.Options{}, func(*testing.T, []byte) {}},
+		{"evals-text.txt", exporter.Text, exporter.Options{}, checkText},
 		{"evals-openai.jsonl", exporter.OpenAIEvals, exporter.Options{}, checkJSONLines},
 		{"evals-promptfoo.json", exporter.Promptfoo, exporter.Options{}, checkJSON},
 	}
@@ -94,10 +97,30 @@ func TestGolden(t *testing.T) {
 			c.check(t, buf.Bytes())
 			golden(t, c.file, buf.Bytes())
 		})
-		cases++
+		covered[c.file] = true
 	}
-	if cases == 0 {
-		t.Fatal("no golden cases ran")
+	files, err := os.ReadDir("testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if !f.IsDir() && !covered[f.Name()] {
+			t.Errorf("testdata/%s is a golden file no case checks: add a case or delete it", f.Name())
+		}
+	}
+}
+
+// checkText checks the plain-text eval format: valid UTF-8 and one header
+// block per fixture session, each naming the session's id.
+func checkText(t *testing.T, out []byte) {
+	t.Helper()
+	if !utf8.Valid(out) {
+		t.Fatal("text output is not valid UTF-8")
+	}
+	for _, f := range fixture() {
+		if !bytes.Contains(out, []byte("ID: "+f.session.ID)) {
+			t.Errorf("text output has no header for session %s:\n%s", f.session.ID, out)
+		}
 	}
 }
 
