@@ -9,8 +9,10 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hindsight-dev/hindsight/kv"
+	"github.com/hindsight-dev/hindsight/usage"
 )
 
 // sessionView is the session read object of decisions.md (Reads).
@@ -228,36 +230,24 @@ type statsView struct {
 	ModelUsage      map[string]*modelUsage `json:"modelUsage"`
 }
 
-// stats: GET /api/stats. modelUsage is keyed by model name ("unknown" when a
-// session recorded none).
+// stats: GET /api/stats, from usage.Of (the dashboard's Usage page sums the
+// same way). modelUsage is keyed by model name ("unknown" when a session
+// recorded none).
 func (s *Server) stats(w http.ResponseWriter, r *http.Request) error {
-	st := statsView{ModelUsage: map[string]*modelUsage{}}
+	var rep usage.Report
 	err := s.cfg.Records.View(r.Context(), func(tx *kv.Tx) error {
-		return tx.Sessions(UserID(r.Context()), func(ss kv.Session) error {
-			st.SessionCount++
-			st.MessageCount += ss.MessageCount
-			st.TotalTokens += ss.TotalTokens
-			st.PromptTokens += ss.PromptTokens
-			st.CompletionTok += ss.CompletionTokens
-			st.TotalCost += ss.Cost
-			st.TotalDurationMs += ss.DurationMs
-			model := ss.Model
-			if model == "" {
-				model = "unknown"
-			}
-			mu := st.ModelUsage[model]
-			if mu == nil {
-				mu = &modelUsage{}
-				st.ModelUsage[model] = mu
-			}
-			mu.Tokens += ss.TotalTokens
-			mu.Cost += ss.Cost
-			mu.Sessions++
-			return nil
-		})
+		var err error
+		rep, err = usage.Of(tx, UserID(r.Context()), time.Time{}, 0)
+		return err
 	})
 	if err != nil {
 		return err
+	}
+	st := statsView{SessionCount: rep.All.Sessions, MessageCount: rep.All.Messages, TotalTokens: rep.All.Tokens,
+		PromptTokens: rep.All.PromptTokens, CompletionTok: rep.All.CompletionTokens, TotalCost: rep.All.Cost,
+		TotalDurationMs: rep.All.DurationMs, ModelUsage: make(map[string]*modelUsage, len(rep.Models))}
+	for _, m := range rep.Models {
+		st.ModelUsage[m.Name] = &modelUsage{Tokens: m.Tokens, Cost: m.Cost, Sessions: m.Sessions}
 	}
 	return writeJSON(w, http.StatusOK, st)
 }
