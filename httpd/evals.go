@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hindsight-dev/hindsight/api"
 	"github.com/hindsight-dev/hindsight/evals"
 	"github.com/hindsight-dev/hindsight/kv"
 )
@@ -101,7 +102,7 @@ func (s *Server) labelSessions(w http.ResponseWriter, r *http.Request) error {
 	} else if err != nil {
 		return err
 	}
-	out := make([]sessionView, 0, len(labelled))
+	out := make([]api.Session, 0, len(labelled))
 	for _, ss := range labelled {
 		out = append(out, viewSession(ss))
 	}
@@ -183,7 +184,7 @@ func (s *Server) listEvals(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := make([]sessionView, 0, min(len(found), limit))
+	out := make([]api.Session, 0, min(len(found), limit))
 	for _, ss := range found[:min(len(found), limit)] {
 		out = append(out, viewSession(ss))
 	}
