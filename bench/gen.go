@@ -1,9 +1,12 @@
 package bench
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"strings"
+
+	"github.com/hindsight-dev/hindsight/api"
 )
 
 // Generator makes realistic coding-assistant sessions, deterministically: the
@@ -21,28 +24,58 @@ func NewGenerator(seed uint64) *Generator {
 	return &Generator{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), seed: seed}
 }
 
-// GenMessage is one generated message in the wire shape plugins send.
+// GenMessage is one generated message. It encodes as the api.SyncMessage
+// plugins send.
 type GenMessage struct {
-	ExternalID  string           `json:"externalId"`
-	SessionExt  string           `json:"sessionExternalId"`
-	Role        string           `json:"role"`
-	TextContent string           `json:"textContent,omitempty"`
-	Parts       []map[string]any `json:"parts,omitempty"`
-	Model       string           `json:"model,omitempty"`
+	ExternalID  string
+	SessionExt  string
+	Role        string
+	TextContent string           // "" when the message has parts
+	Parts       []map[string]any // each a part object as sent
+	Model       string
 }
 
-// GenSession is one generated session with its messages.
+// MarshalJSON encodes m as a message write.
+func (m GenMessage) MarshalJSON() ([]byte, error) {
+	p := api.SyncMessage{ExternalID: &m.ExternalID, SessionExternalID: &m.SessionExt, Role: &m.Role,
+		TextContent: nonEmpty(m.TextContent), Model: nonEmpty(m.Model)}
+	for _, part := range m.Parts {
+		b, err := json.Marshal(part)
+		if err != nil {
+			return nil, err
+		}
+		p.Parts = append(p.Parts, b)
+	}
+	return json.Marshal(p)
+}
+
+// GenSession is one generated session with its messages. It encodes as the
+// api.SyncSession plugins send, without the messages.
 type GenSession struct {
-	ExternalID       string       `json:"externalId"`
-	Source           string       `json:"source"`
-	Title            string       `json:"title"`
-	Model            string       `json:"model"`
-	ProjectPath      string       `json:"projectPath"`
-	ProjectName      string       `json:"projectName"`
-	PromptTokens     int          `json:"promptTokens"`
-	CompletionTokens int          `json:"completionTokens"`
-	Cost             float64      `json:"cost"`
-	Messages         []GenMessage `json:"-"`
+	ExternalID       string
+	Source           string
+	Title            string
+	Model            string
+	ProjectPath      string
+	ProjectName      string
+	PromptTokens     int
+	CompletionTokens int
+	Cost             float64
+	Messages         []GenMessage
+}
+
+// MarshalJSON encodes s as a session write.
+func (s GenSession) MarshalJSON() ([]byte, error) {
+	return json.Marshal(api.SyncSession{ExternalID: &s.ExternalID, Source: &s.Source, Title: &s.Title, Model: &s.Model,
+		ProjectPath: &s.ProjectPath, ProjectName: &s.ProjectName, PromptTokens: new(float64(s.PromptTokens)),
+		CompletionTokens: new(float64(s.CompletionTokens)), Cost: &s.Cost})
+}
+
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 var (

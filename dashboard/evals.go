@@ -1,7 +1,6 @@
 package dashboard
 
 import (
-	"cmp"
 	"errors"
 	"net/http"
 	"net/url"
@@ -9,21 +8,32 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hindsight-dev/hindsight/evals"
 	"github.com/hindsight-dev/hindsight/kv"
 )
 
 // evalStatuses in the order pages offer them.
-var evalStatuses = []string{kv.EvalGolden, kv.EvalCorrect, kv.EvalIncorrect, kv.EvalNeedsReview}
+var evalStatuses = evals.Statuses
 
-// evalFilter selects eval-ready sessions: every non-empty field must match.
+// evalFilter is the Evals view's filter as pages and forms carry it: one
+// status and one tag at most; an empty field matches anything.
 type evalFilter struct {
 	Status, Tag, Source, Model string
 }
 
-func (f evalFilter) match(s kv.Session) bool {
-	return s.Ready && (f.Status == "" || s.Status == f.Status) && (f.Tag == "" || slices.Contains(s.Tags, f.Tag)) &&
-		(f.Source == "" || s.Source == f.Source) && (f.Model == "" || s.Model == f.Model)
+// selects is f as the labelling domain's filter.
+func (f evalFilter) selects() evals.Filter {
+	sel := evals.Filter{Source: f.Source, Model: f.Model}
+	if f.Status != "" {
+		sel.Statuses = []string{f.Status}
+	}
+	if f.Tag != "" {
+		sel.Tags = []string{f.Tag}
+	}
+	return sel
 }
+
+func (f evalFilter) match(s kv.Session) bool { return s.Ready && f.selects().Match(s) }
 
 func (f evalFilter) values() url.Values {
 	u := url.Values{}
@@ -37,22 +47,6 @@ func (f evalFilter) values() url.Values {
 
 func evalFilterOf(get func(string) string) evalFilter {
 	return evalFilter{Status: get("status"), Tag: get("tag"), Source: get("source"), Model: get("model")}
-}
-
-// evalSessions returns the user's eval-ready sessions that f matches, most
-// recently reviewed first.
-func evalSessions(tx *kv.Tx, userID string, f evalFilter) ([]kv.Session, error) {
-	var out []kv.Session
-	err := tx.Sessions(userID, func(s kv.Session) error {
-		if f.match(s) {
-			out = append(out, s)
-		}
-		return nil
-	})
-	slices.SortStableFunc(out, func(a, b kv.Session) int {
-		return cmp.Or(cmp.Compare(b.ReviewedAt, a.ReviewedAt), cmp.Compare(b.UpdatedAt, a.UpdatedAt), strings.Compare(a.ID, b.ID))
-	})
-	return out, err
 }
 
 type statusCount struct {
@@ -101,7 +95,7 @@ func (s *Server) evals(w http.ResponseWriter, r *http.Request, v *viewer) error 
 	counts := map[string]int{}
 	tags, sources, models := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	err := s.cfg.Store.View(r.Context(), func(tx *kv.Tx) error {
-		all, err := evalSessions(tx, v.user.ID, evalFilter{})
+		all, err := evals.List(tx, v.user.ID, evals.Filter{})
 		if err != nil {
 			return err
 		}
@@ -163,22 +157,25 @@ func postedFilter(r *http.Request) evalFilter {
 }
 
 // selection is what an Evals form acts on: the checked ids, or with all=1
-// every session the form's filter matches.
+// every session the form's filter matches. A checked id that is not one of
+// the user's sessions (somebody else's, or deleted meanwhile) is a 404 and
+// nothing is acted on, as in the REST API.
 func (s *Server) selection(r *http.Request, tx *kv.Tx, v *viewer) ([]kv.Session, error) {
-	f := postedFilter(r)
 	if r.PostFormValue("all") == "1" {
-		return evalSessions(tx, v.user.ID, f)
+		return evals.List(tx, v.user.ID, postedFilter(r).selects())
 	}
-	var out []kv.Session
-	seen := map[string]bool{}
-	for _, id := range r.PostForm["id"] {
-		if seen[id] {
-			continue
-		}
-		seen[id] = true
+	if len(r.PostForm["id"]) == 0 {
+		return nil, nil
+	}
+	ids, err := evals.CheckIDs(slices.Clone(r.PostForm["id"]))
+	if err != nil {
+		return nil, errBadRequest(err.Error())
+	}
+	out := make([]kv.Session, 0, len(ids))
+	for _, id := range ids {
 		ss, err := tx.Session(v.user.ID, id)
 		if errors.Is(err, kv.ErrNotFound) {
-			continue // another user's id, or deleted meanwhile: never acted on
+			return nil, errNotFound((&evals.NotFoundError{ID: id}).Error())
 		}
 		if err != nil {
 			return nil, err
@@ -192,10 +189,10 @@ func (s *Server) selection(r *http.Request, tx *kv.Tx, v *viewer) ([]kv.Session,
 // output on the selected sessions (empty fields are left as they are), or
 // remove them from Evals (action=remove).
 func (s *Server) labelEvals(w http.ResponseWriter, r *http.Request, v *viewer) error {
-	var patch evalPatch
+	var patch evals.Patch
 	remove := r.PostFormValue("action") == "remove"
 	if remove {
-		patch.Ready = ptr(false)
+		patch.Ready = new(false)
 	} else {
 		var err error
 		if patch, err = parseEvalForm(r, false); err != nil {
@@ -212,7 +209,8 @@ func (s *Server) labelEvals(w http.ResponseWriter, r *http.Request, v *viewer) e
 		for i, ss := range sel {
 			ids[i] = ss.ID
 		}
-		n, err = applyEval(tx, v.user.ID, ids, patch, s.cfg.Now().UnixMilli())
+		n = len(ids)
+		_, _, err = evals.Label(tx, v.user.ID, ids, patch, s.cfg.Now().UnixMilli())
 		return err
 	})
 	if err != nil {
@@ -238,23 +236,23 @@ func (s *Server) sessionEval(w http.ResponseWriter, r *http.Request, v *viewer) 
 	if err != nil {
 		return err
 	}
-	var patch evalPatch
+	var patch evals.Patch
 	action := r.PostFormValue("action")
 	switch action {
 	case "ready":
-		patch.Ready = ptr(true)
+		patch.Ready = new(true)
 	case "unready":
-		patch.Ready = ptr(false)
+		patch.Ready = new(false)
 	case "label":
 		if patch, err = parseEvalForm(r, true); err != nil {
 			return err
 		}
-		patch.Ready = ptr(true)
+		patch.Ready = new(true)
 	default:
 		return errBadRequest("Unknown action.")
 	}
 	err = s.cfg.Store.Commit(r.Context(), func(tx *kv.Tx) error {
-		_, err := applyEval(tx, v.user.ID, []string{ss.ID}, patch, s.cfg.Now().UnixMilli())
+		_, _, err := evals.Label(tx, v.user.ID, []string{ss.ID}, patch, s.cfg.Now().UnixMilli())
 		return err
 	})
 	if err != nil {
@@ -263,122 +261,41 @@ func (s *Server) sessionEval(w http.ResponseWriter, r *http.Request, v *viewer) 
 	return redirect(w, r, "/sessions/"+url.PathEscape(ss.ID)+"?saved="+action)
 }
 
-// Label limits.
-const (
-	maxTags      = 32
-	maxTagLen    = 64
-	maxNotesLen  = 64 << 10
-	maxExpectLen = 1 << 20
-)
-
-// parseEvalForm reads status, notes, tags and expected output. With
-// setAll, every field is set as given (empty clears it); otherwise empty
-// fields are left unchanged.
-func parseEvalForm(r *http.Request, setAll bool) (evalPatch, error) {
-	var p evalPatch
-	status := r.PostFormValue("status")
-	if status != "" {
-		if !slices.Contains(evalStatuses, status) {
-			return p, errBadRequest("Unknown eval status " + strconv.Quote(status) + ".")
-		}
+// parseEvalForm reads status, notes, tags and expected output, and checks
+// them as the REST API does (evals.Patch.Validate). With setAll, every field
+// is set as given (empty clears it); otherwise empty fields are left
+// unchanged, and a form that changes nothing is refused.
+func parseEvalForm(r *http.Request, setAll bool) (evals.Patch, error) {
+	var p evals.Patch
+	if status := r.PostFormValue("status"); status != "" {
 		p.Status = &status
 	}
 	notes := strings.TrimSpace(r.PostFormValue("notes"))
-	if len(notes) > maxNotesLen {
-		return p, errBadRequest("Notes are limited to 64 KiB.")
-	}
 	expected := strings.TrimSpace(r.PostFormValue("expected"))
-	if len(expected) > maxExpectLen {
-		return p, errBadRequest("The expected output is limited to 1 MiB.")
-	}
-	tags, err := parseTags(r.PostFormValue("tags"))
-	if err != nil {
-		return p, err
-	}
+	tags := parseTags(r.PostFormValue("tags"))
 	if setAll || notes != "" {
 		p.Notes = &notes
 	}
 	if setAll || expected != "" {
-		p.Expected = &expected
+		p.ExpectedOutput = &expected
 	}
 	if setAll || len(tags) > 0 {
 		p.Tags = &tags
 	}
+	if err := p.Validate(); err != nil {
+		return p, errBadRequest("The labels were not saved: " + err.Error() + ".")
+	}
 	return p, nil
 }
 
-// parseTags splits comma-separated tags, trimmed and without duplicates.
-func parseTags(s string) ([]string, error) {
+// parseTags splits the form's comma-separated tags, dropping blanks; Validate
+// trims them, drops repeats and applies the limits.
+func parseTags(s string) []string {
 	tags := []string{}
 	for t := range strings.SplitSeq(s, ",") {
-		t = strings.TrimSpace(t)
-		if t == "" || slices.Contains(tags, t) {
-			continue
+		if t = strings.TrimSpace(t); t != "" {
+			tags = append(tags, t)
 		}
-		if len(t) > maxTagLen {
-			return nil, errBadRequest("A tag is limited to 64 characters.")
-		}
-		tags = append(tags, t)
 	}
-	if len(tags) > maxTags {
-		return nil, errBadRequest("At most 32 tags.")
-	}
-	return tags, nil
-}
-
-func ptr[T any](v T) *T { return &v }
-
-// evalPatch is a change to sessions' eval metadata; nil fields are left
-// alone. It follows decisions.md (Eval labelling): reviewedAt becomes now
-// when the status or the notes change, and marking a session eval-ready
-// without a status gives it needs_review.
-type evalPatch struct {
-	Ready    *bool
-	Status   *string
-	Notes    *string
-	Tags     *[]string
-	Expected *string
-}
-
-// applyEval applies p to the user's sessions ids and returns how many it
-// changed. Ids that are not the user's are skipped. kv.PutSessionEval
-// leaves updatedAt, the session order and the index alone.
-func applyEval(tx *kv.Tx, userID string, ids []string, p evalPatch, now int64) (int, error) {
-	n := 0
-	for _, id := range ids {
-		s, err := tx.Session(userID, id)
-		if errors.Is(err, kv.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return n, err
-		}
-		e := s.Eval
-		if p.Ready != nil {
-			e.Ready = *p.Ready
-		}
-		if p.Status != nil {
-			e.Status = *p.Status
-		}
-		if e.Ready && e.Status == "" {
-			e.Status = kv.EvalNeedsReview
-		}
-		if p.Notes != nil {
-			e.Notes = *p.Notes
-		}
-		if p.Tags != nil {
-			e.Tags = slices.Clone(*p.Tags)
-		}
-		if p.Expected != nil {
-			e.ExpectedOutput = *p.Expected
-		}
-		if e.Status != s.Status || e.Notes != s.Notes {
-			e.ReviewedAt = now
-		}
-		if _, err := tx.PutSessionEval(userID, id, e); err != nil {
-			return n, err
-		}
-		n++
-	}
-	return n, nil
+	return tags
 }

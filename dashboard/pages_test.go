@@ -230,7 +230,7 @@ func TestSessionPage(t *testing.T) {
 
 func TestOtherUsersSessionIs404(t *testing.T) {
 	f := newFixture(t, Config{})
-	_, bob := seed(t, f)
+	alice, bob := seed(t, f)
 	bobs := f.sessionID(bob, "b1")
 	b := f.browser()
 	b.signIn("alice")
@@ -245,8 +245,20 @@ func TestOtherUsersSessionIs404(t *testing.T) {
 	}
 	b.get("/sessions/"+bobs+"/export?format=json").want(t, http.StatusNotFound)
 	b.post("/sessions/"+bobs+"/eval", url.Values{"action": {"ready"}}).want(t, http.StatusNotFound)
-	b.post("/evals/label", url.Values{"id": {bobs}, "status": {"golden"}}).want(t, http.StatusBadRequest)
-	b.post("/evals/export", url.Values{"id": {bobs}, "format": {"deepeval"}}).want(t, http.StatusBadRequest)
+	// Another user's id in an Evals form is a 404 for the whole form, as in
+	// PATCH /api/sessions/eval, with nothing acted on; a form mixing it with
+	// alice's own id changes neither.
+	for _, path := range []string{"/evals/label", "/evals/export"} {
+		p := b.post(path, url.Values{"id": {bobs}, "status": {"golden"}, "format": {"deepeval"}}).want(t, http.StatusNotFound)
+		if strings.Contains(p.body, "secret") {
+			t.Errorf("%s: 404 page shows bob's data", path)
+		}
+	}
+	mine := f.session(alice, `{"externalId":"alice-mixed","title":"alice's own"}`)
+	b.post("/evals/label", url.Values{"id": {mine, bobs}, "status": {"golden"}}).want(t, http.StatusNotFound)
+	if s := f.stored(alice, mine); s.Status != "" {
+		t.Errorf("a form naming another user's session still labelled alice's: %+v", s.Eval)
+	}
 	if s := f.stored(bob, bobs); s.Ready || s.Status != "" {
 		t.Errorf("alice changed bob's session: %+v", s.Eval)
 	}

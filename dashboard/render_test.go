@@ -272,31 +272,6 @@ func TestLocalPath(t *testing.T) {
 	}
 }
 
-func TestParseTags(t *testing.T) {
-	for _, tc := range []struct {
-		in      string
-		want    []string
-		wantErr bool
-	}{
-		{"", []string{}, false},
-		{" auth , flaky,auth,, ", []string{"auth", "flaky"}, false},
-		{strings.Repeat("x", 65), nil, true},
-		{strings.Repeat("t,", 32) + "z", nil, false},
-	} {
-		got, err := parseTags(tc.in)
-		if (err != nil) != tc.wantErr || tc.want != nil && !slices.Equal(got, tc.want) {
-			t.Errorf("parseTags(%q) = %q, %v", tc.in, got, err)
-		}
-	}
-	many := make([]string, 40)
-	for i := range many {
-		many[i] = "t" + strings.Repeat("x", i)
-	}
-	if _, err := parseTags(strings.Join(many, ",")); err == nil {
-		t.Errorf("40 tags accepted")
-	}
-}
-
 func TestLoginLimiter(t *testing.T) {
 	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	l := newLoginLimiter(3, 5, time.Minute, func() time.Time { return now })

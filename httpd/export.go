@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hindsight-dev/hindsight/evals"
 	"github.com/hindsight-dev/hindsight/exporter"
 	"github.com/hindsight-dev/hindsight/kv"
 )
@@ -161,7 +162,7 @@ func (s *Server) exportEvals(w http.ResponseWriter, r *http.Request) error {
 		}
 		if len(ids) == 0 {
 			return tx.Sessions(uid, func(ss kv.Session) error {
-				if ss.Ready && filter.match(ss) {
+				if ss.Ready && filter.Match(ss) {
 					pick(ss)
 				}
 				return nil
@@ -174,7 +175,7 @@ func (s *Server) exportEvals(w http.ResponseWriter, r *http.Request) error {
 			} else if err != nil {
 				return err
 			}
-			if filter.match(ss) {
+			if filter.Match(ss) {
 				pick(ss)
 			}
 		}
@@ -190,7 +191,7 @@ func (s *Server) exportEvals(w http.ResponseWriter, r *http.Request) error {
 		return errNotFound("no eval-ready session matches the selection: mark sessions with PATCH /api/sessions/eval {\"ids\": [...], \"evalReady\": true}, or loosen the filters")
 	}
 	if len(ids) == 0 {
-		slices.SortFunc(picks, byReview)
+		slices.SortFunc(picks, evals.ByReview)
 	}
 	sessions, cases, err := exporter.StoredEvals(r.Context(), s.cfg.Records, uid, picks, f, opts)
 	if err != nil {

@@ -9,41 +9,16 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/hindsight-dev/hindsight/api"
 	"github.com/hindsight-dev/hindsight/kv"
+	"github.com/hindsight-dev/hindsight/usage"
 )
 
-// sessionView is the session read object of decisions.md (Reads).
-type sessionView struct {
-	ID               string   `json:"id"`
-	AltID            string   `json:"_id,omitempty"` // semantic and hybrid results carry _id too
-	ExternalID       string   `json:"externalId"`
-	Source           string   `json:"source"`
-	Title            string   `json:"title,omitempty"`
-	ProjectPath      string   `json:"projectPath,omitempty"`
-	ProjectName      string   `json:"projectName,omitempty"`
-	Model            string   `json:"model,omitempty"`
-	Provider         string   `json:"provider,omitempty"`
-	PromptTokens     int64    `json:"promptTokens"`
-	CompletionTokens int64    `json:"completionTokens"`
-	TotalTokens      int64    `json:"totalTokens"`
-	Cost             float64  `json:"cost"`
-	DurationMs       int64    `json:"durationMs"`
-	MessageCount     int64    `json:"messageCount"`
-	Visibility       string   `json:"visibility"`
-	IsPublic         bool     `json:"isPublic"`
-	CreatedAt        int64    `json:"createdAt"`
-	UpdatedAt        int64    `json:"updatedAt"`
-	EvalReady        *bool    `json:"evalReady,omitempty"`
-	EvalStatus       string   `json:"evalStatus,omitempty"`
-	EvalNotes        string   `json:"evalNotes,omitempty"`
-	EvalTags         []string `json:"evalTags,omitempty"`
-	ExpectedOutput   string   `json:"expectedOutput,omitempty"`
-	ReviewedAt       int64    `json:"reviewedAt,omitempty"`
-}
-
-func viewSession(s kv.Session) sessionView {
-	v := sessionView{
+// viewSession is s as the read endpoints return it (decisions.md, Reads).
+func viewSession(s kv.Session) api.Session {
+	v := api.Session{
 		ID: s.ID, ExternalID: s.ExternalID, Source: s.Source, Title: s.Title,
 		ProjectPath: s.ProjectPath, ProjectName: s.ProjectName, Model: s.Model, Provider: s.Provider,
 		PromptTokens: s.PromptTokens, CompletionTokens: s.CompletionTokens, TotalTokens: s.TotalTokens,
@@ -62,37 +37,25 @@ func viewSession(s kv.Session) sessionView {
 	return v
 }
 
-// partView renders a part as the client sent it: known types normalised,
-// other types exactly as received.
+// partView renders a part as the client sent it: known types in the flat
+// shape, other types exactly as received.
 func partView(p kv.Part) json.RawMessage {
 	if len(p.Raw) > 0 {
 		return p.Raw
 	}
-	type known struct {
-		Type     string `json:"type"`
-		Content  string `json:"content,omitempty"`
-		ToolName string `json:"toolName,omitempty"`
-		Args     string `json:"args,omitempty"`
+	str := func(s string) json.RawMessage {
+		if s == "" {
+			return nil
+		}
+		b, _ := json.Marshal(s)
+		return b
 	}
-	b, _ := json.Marshal(known{p.Type, p.Content, p.ToolName, p.Args})
+	b, _ := json.Marshal(api.Part{Type: p.Type, Content: str(p.Content), ToolName: p.ToolName, Args: str(p.Args)})
 	return b
 }
 
-type messageView struct {
-	ID               string            `json:"id"`
-	ExternalID       string            `json:"externalId"`
-	Role             string            `json:"role"`
-	Parts            []json.RawMessage `json:"parts"`
-	TextContent      *string           `json:"textContent,omitempty"`
-	Model            string            `json:"model,omitempty"`
-	PromptTokens     *int64            `json:"promptTokens,omitempty"`
-	CompletionTokens *int64            `json:"completionTokens,omitempty"`
-	DurationMs       *int64            `json:"durationMs,omitempty"`
-	CreatedAt        int64             `json:"createdAt"`
-}
-
-func viewMessage(m kv.Message) messageView {
-	v := messageView{ID: m.ID, ExternalID: m.ExternalID, Role: m.Role, Parts: make([]json.RawMessage, 0, len(m.Parts)),
+func viewMessage(m kv.Message) api.Message {
+	v := api.Message{ID: m.ID, ExternalID: m.ExternalID, Role: m.Role, Parts: make(api.Parts, 0, len(m.Parts)),
 		TextContent: m.TextContent, Model: m.Model, PromptTokens: m.PromptTokens,
 		CompletionTokens: m.CompletionTokens, DurationMs: m.DurationMs, CreatedAt: m.CreatedAt}
 	for _, p := range m.Parts {
@@ -158,7 +121,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	source := r.URL.Query().Get("source")
-	out := make([]sessionView, 0, min(limit, 64))
+	out := make([]api.Session, 0, min(limit, 64))
 	var next string
 	err = s.cfg.Records.View(r.Context(), func(tx *kv.Tx) error {
 		return tx.RecentSessions(UserID(r.Context()), from, func(ss kv.Session) bool {
@@ -176,11 +139,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	resp := map[string]any{"sessions": out}
-	if next != "" {
-		resp["nextCursor"] = next
-	}
-	return writeJSON(w, http.StatusOK, resp)
+	return writeJSON(w, http.StatusOK, api.SessionList{Sessions: out, NextCursor: next})
 }
 
 // getSession: GET /api/sessions/get?id=; another user's id is a 404.
@@ -190,7 +149,7 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request) error {
 		return errBadRequest("id is required: pass the session's id from /api/sessions")
 	}
 	var sess kv.Session
-	msgs := []messageView{}
+	msgs := []api.Message{}
 	err := s.cfg.Records.View(r.Context(), func(tx *kv.Tx) error {
 		var err error
 		uid := UserID(r.Context())
@@ -208,56 +167,27 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request) error {
 		}
 		return err
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"session": viewSession(sess), "messages": msgs})
+	return writeJSON(w, http.StatusOK, api.SessionDetail{Session: viewSession(sess), Messages: msgs})
 }
 
-type modelUsage struct {
-	Tokens   int64   `json:"tokens"`
-	Cost     float64 `json:"cost"`
-	Sessions int64   `json:"sessions"`
-}
-
-type statsView struct {
-	SessionCount    int64                  `json:"sessionCount"`
-	MessageCount    int64                  `json:"messageCount"`
-	TotalTokens     int64                  `json:"totalTokens"`
-	PromptTokens    int64                  `json:"promptTokens"`
-	CompletionTok   int64                  `json:"completionTokens"`
-	TotalCost       float64                `json:"totalCost"`
-	TotalDurationMs int64                  `json:"totalDurationMs"`
-	ModelUsage      map[string]*modelUsage `json:"modelUsage"`
-}
-
-// stats: GET /api/stats. modelUsage is keyed by model name ("unknown" when a
-// session recorded none).
+// stats: GET /api/stats, from usage.Of (the dashboard's Usage page sums the
+// same way). modelUsage is keyed by model name ("unknown" when a session
+// recorded none).
 func (s *Server) stats(w http.ResponseWriter, r *http.Request) error {
-	st := statsView{ModelUsage: map[string]*modelUsage{}}
+	var rep usage.Report
 	err := s.cfg.Records.View(r.Context(), func(tx *kv.Tx) error {
-		return tx.Sessions(UserID(r.Context()), func(ss kv.Session) error {
-			st.SessionCount++
-			st.MessageCount += ss.MessageCount
-			st.TotalTokens += ss.TotalTokens
-			st.PromptTokens += ss.PromptTokens
-			st.CompletionTok += ss.CompletionTokens
-			st.TotalCost += ss.Cost
-			st.TotalDurationMs += ss.DurationMs
-			model := ss.Model
-			if model == "" {
-				model = "unknown"
-			}
-			mu := st.ModelUsage[model]
-			if mu == nil {
-				mu = &modelUsage{}
-				st.ModelUsage[model] = mu
-			}
-			mu.Tokens += ss.TotalTokens
-			mu.Cost += ss.Cost
-			mu.Sessions++
-			return nil
-		})
+		var err error
+		rep, err = usage.Of(tx, UserID(r.Context()), time.Time{}, 0)
+		return err
 	})
 	if err != nil {
 		return err
+	}
+	st := api.Stats{SessionCount: rep.All.Sessions, MessageCount: rep.All.Messages, TotalTokens: rep.All.Tokens,
+		PromptTokens: rep.All.PromptTokens, CompletionTokens: rep.All.CompletionTokens, TotalCost: rep.All.Cost,
+		TotalDurationMs: rep.All.DurationMs, ModelUsage: make(map[string]api.ModelUsage, len(rep.Models))}
+	for _, m := range rep.Models {
+		st.ModelUsage[m.Name] = api.ModelUsage{Tokens: m.Tokens, Cost: m.Cost, Sessions: m.Sessions}
 	}
 	return writeJSON(w, http.StatusOK, st)
 }

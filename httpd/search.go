@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/hindsight-dev/hindsight/api"
 	"github.com/hindsight-dev/hindsight/index"
 	"github.com/hindsight-dev/hindsight/ingest"
 	"github.com/hindsight-dev/hindsight/kv"
@@ -49,7 +50,7 @@ func parseSearch(r *http.Request) (ranking.Query, error) {
 }
 
 type searchItem struct {
-	sessionView
+	api.Session
 	Score     *float64     `json:"score,omitempty"`
 	Snippet   *string      `json:"snippet,omitempty"`
 	MatchedIn []string     `json:"matchedIn,omitempty"`
@@ -92,7 +93,7 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) error {
 			if err != nil {
 				return err
 			}
-			it := searchItem{sessionView: viewSession(sess)}
+			it := searchItem{Session: viewSession(sess)}
 			if q.Mode != ranking.FullText {
 				it.AltID = sess.ID
 			}

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hindsight-dev/hindsight/api"
 )
 
 // Client talks to one Hindsight server with one API key. It is safe for
@@ -196,61 +198,62 @@ func errorMessage(data []byte) string {
 	return s
 }
 
-// sessionPayload is a POST /sync/session body.
-type sessionPayload struct {
-	ExternalID       string  `json:"externalId"`
-	Source           string  `json:"source"`
-	Title            string  `json:"title,omitempty"`
-	ProjectPath      string  `json:"projectPath,omitempty"`
-	ProjectName      string  `json:"projectName,omitempty"`
-	Model            string  `json:"model,omitempty"`
-	Provider         string  `json:"provider,omitempty"`
-	PromptTokens     int64   `json:"promptTokens"`
-	CompletionTokens int64   `json:"completionTokens"`
-	Cost             float64 `json:"cost"`
-	DurationMs       int64   `json:"durationMs,omitempty"`
-	CreatedAt        int64   `json:"createdAt,omitempty"`
-}
-
-func toMillis(t time.Time) int64 {
+func toMillis(t time.Time) *float64 {
 	if t.IsZero() {
-		return 0
+		return nil
 	}
-	return t.UnixMilli()
+	return new(float64(t.UnixMilli()))
 }
 
-func newSessionPayload(s *Session) sessionPayload {
-	return sessionPayload{
-		ExternalID: s.ExternalID, Source: s.Source, Title: s.Title, ProjectPath: s.ProjectPath,
-		ProjectName: s.ProjectName, Model: s.Model, Provider: s.Provider, PromptTokens: s.PromptTokens,
-		CompletionTokens: s.CompletionTokens, Cost: s.Cost, DurationMs: s.DurationMs, CreatedAt: toMillis(s.CreatedAt),
+// nonEmpty is s as an optional field: absent when empty.
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
 	}
+	return &s
 }
 
-// messagePayload is a POST /sync/message body.
-type messagePayload struct {
-	SessionExternalID string `json:"sessionExternalId"`
-	ExternalID        string `json:"externalId"`
-	Role              string `json:"role"`
-	Source            string `json:"source,omitempty"`
-	Parts             []Part `json:"parts"`
-	Model             string `json:"model,omitempty"`
-	PromptTokens      *int64 `json:"promptTokens,omitempty"`
-	CompletionTokens  *int64 `json:"completionTokens,omitempty"`
-	DurationMs        *int64 `json:"durationMs,omitempty"`
-	CreatedAt         int64  `json:"createdAt,omitempty"`
+// newSessionPayload is s as a session write. Tokens and cost are always
+// sent; empty strings, a zero duration and an unknown start are not.
+func newSessionPayload(s *Session) api.SyncSession {
+	p := api.SyncSession{
+		ExternalID: &s.ExternalID, Source: &s.Source, Title: nonEmpty(s.Title), ProjectPath: nonEmpty(s.ProjectPath),
+		ProjectName: nonEmpty(s.ProjectName), Model: nonEmpty(s.Model), Provider: nonEmpty(s.Provider),
+		PromptTokens: new(float64(s.PromptTokens)), CompletionTokens: new(float64(s.CompletionTokens)), Cost: &s.Cost,
+		CreatedAt: toMillis(s.CreatedAt),
+	}
+	if s.DurationMs != 0 {
+		p.DurationMs = new(float64(s.DurationMs))
+	}
+	return p
 }
 
-func newMessagePayload(s *Session, m *Message) messagePayload {
-	return messagePayload{
-		SessionExternalID: s.ExternalID, ExternalID: m.ExternalID, Role: m.Role, Source: s.Source,
-		Parts: m.Parts, Model: m.Model, PromptTokens: m.PromptTokens, CompletionTokens: m.CompletionTokens,
-		DurationMs: m.DurationMs, CreatedAt: toMillis(m.CreatedAt),
+func count(n *int64) *float64 {
+	if n == nil {
+		return nil
 	}
+	return new(float64(*n))
+}
+
+// newMessagePayload is m of s as a message write.
+func newMessagePayload(s *Session, m *Message) (api.SyncMessage, error) {
+	p := api.SyncMessage{
+		SessionExternalID: &s.ExternalID, ExternalID: &m.ExternalID, Role: &m.Role, Source: nonEmpty(s.Source),
+		Model: nonEmpty(m.Model), PromptTokens: count(m.PromptTokens), CompletionTokens: count(m.CompletionTokens),
+		DurationMs: count(m.DurationMs), CreatedAt: toMillis(m.CreatedAt), Parts: make(api.Parts, 0, len(m.Parts)),
+	}
+	for _, part := range m.Parts {
+		b, err := json.Marshal(part)
+		if err != nil {
+			return p, fmt.Errorf("message %s: %w", m.ExternalID, err)
+		}
+		p.Parts = append(p.Parts, b)
+	}
+	return p, nil
 }
 
 // postSession upserts a session and returns its service id.
-func (c *Client) postSession(ctx context.Context, p sessionPayload) (string, error) {
+func (c *Client) postSession(ctx context.Context, p api.SyncSession) (string, error) {
 	body, err := json.Marshal(p)
 	if err != nil {
 		return "", err
@@ -267,17 +270,9 @@ func (c *Client) postMessage(ctx context.Context, body []byte) error {
 	return c.do(ctx, http.MethodPost, "/sync/message", body, nil)
 }
 
-// batchResult is a /sync/batch response.
-type batchResult struct {
-	Sessions  struct{ Inserted, Updated int }
-	Messages  struct{ Inserted, Updated int }
-	Errors    []string
-	KeepDates bool
-}
-
 // postBatch sends an encoded /sync/batch body with keepDates=1.
-func (c *Client) postBatch(ctx context.Context, body []byte) (batchResult, error) {
-	var res batchResult
+func (c *Client) postBatch(ctx context.Context, body []byte) (api.SyncBatchResult, error) {
+	var res api.SyncBatchResult
 	err := c.do(ctx, http.MethodPost, "/sync/batch?keepDates=1", body, &res)
 	return res, err
 }
@@ -290,36 +285,16 @@ func (c *Client) keepsDatesInBatches(ctx context.Context) (bool, error) {
 	return res.KeepDates, err
 }
 
-// remoteSession is the part of a session read object the import compares.
-type remoteSession struct {
-	ID               string  `json:"id"`
-	ExternalID       string  `json:"externalId"`
-	Source           string  `json:"source"`
-	Title            string  `json:"title"`
-	ProjectPath      string  `json:"projectPath"`
-	ProjectName      string  `json:"projectName"`
-	Model            string  `json:"model"`
-	Provider         string  `json:"provider"`
-	PromptTokens     int64   `json:"promptTokens"`
-	CompletionTokens int64   `json:"completionTokens"`
-	Cost             float64 `json:"cost"`
-	DurationMs       int64   `json:"durationMs"`
-	CreatedAt        int64   `json:"createdAt"`
-}
-
 // sessions lists every session of the key's user, by external id.
-func (c *Client) sessions(ctx context.Context) (map[string]remoteSession, error) {
-	out := map[string]remoteSession{}
+func (c *Client) sessions(ctx context.Context) (map[string]api.Session, error) {
+	out := map[string]api.Session{}
 	cursor := ""
 	for {
 		path := "/api/sessions?limit=500"
 		if cursor != "" {
 			path += "&cursor=" + url.QueryEscape(cursor)
 		}
-		var page struct {
-			Sessions   []remoteSession
-			NextCursor string
-		}
+		var page api.SessionList
 		if err := c.do(ctx, http.MethodGet, path, nil, &page); err != nil {
 			return nil, err
 		}
@@ -333,17 +308,9 @@ func (c *Client) sessions(ctx context.Context) (map[string]remoteSession, error)
 	}
 }
 
-// remoteMessage is the part of a stored message the import compares.
-type remoteMessage struct {
-	ExternalID  string            `json:"externalId"`
-	Role        string            `json:"role"`
-	Parts       []json.RawMessage `json:"parts"`
-	TextContent *string           `json:"textContent"`
-}
-
-// text is what the server searches for the message: its text parts, or its
-// textContent when it has none.
-func (m remoteMessage) text() string {
+// storedText is what the server searches for a stored message: its text
+// parts, or its textContent when it has none.
+func storedText(m api.Message) string {
 	var texts []string
 	for _, raw := range m.Parts {
 		var p struct{ Type, Content string }
@@ -358,8 +325,8 @@ func (m remoteMessage) text() string {
 }
 
 // messages returns a stored session's messages.
-func (c *Client) messages(ctx context.Context, id string) ([]remoteMessage, error) {
-	var res struct{ Messages []remoteMessage }
+func (c *Client) messages(ctx context.Context, id string) ([]api.Message, error) {
+	var res api.SessionDetail
 	err := c.do(ctx, http.MethodGet, "/api/sessions/get?id="+url.QueryEscape(id), nil, &res)
 	return res.Messages, err
 }

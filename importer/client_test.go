@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hindsight-dev/hindsight/api"
 )
 
 // scripted answers each request with the next of its responses (the last one
@@ -77,7 +79,7 @@ func TestImportClientRetries(t *testing.T) {
 			defer srv.Close()
 			var waits []time.Duration
 			c := testClient(srv.URL, &waits)
-			_, err := c.postSession(context.Background(), sessionPayload{ExternalID: "x", Source: "claude-code"})
+			_, err := c.postSession(context.Background(), api.SyncSession{ExternalID: new("x"), Source: new("claude-code")})
 			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
 				t.Fatalf("err = %v, want %q", err, tc.wantErr)
 			}
@@ -131,7 +133,7 @@ func TestImportClientStopsWaitingWhenCancelled(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := c.postSession(ctx, sessionPayload{ExternalID: "x"})
+	_, err := c.postSession(ctx, api.SyncSession{ExternalID: new("x")})
 	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 5*time.Second {
 		t.Fatalf("err = %v after %s; want the deadline, promptly", err, time.Since(start))
 	}

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hindsight-dev/hindsight/api"
 	"github.com/hindsight-dev/hindsight/progress"
 )
 
@@ -125,7 +126,7 @@ feed:
 type uploader struct {
 	c        *Client
 	o        Options
-	existing map[string]remoteSession // read-only after Upload starts the workers
+	existing map[string]api.Session // read-only after Upload starts the workers
 	mu       sync.Mutex
 	sum      *Summary
 }
@@ -234,7 +235,11 @@ func (u *uploader) sendSingles(ctx context.Context, s *Session, todo []Message, 
 		}
 	}
 	for i := range todo {
-		body, err := json.Marshal(newMessagePayload(s, &todo[i]))
+		p, err := newMessagePayload(s, &todo[i])
+		if err != nil {
+			return res, err
+		}
+		body, err := json.Marshal(p)
 		if err != nil {
 			return res, err
 		}
@@ -293,7 +298,11 @@ func (u *uploader) sendBatches(ctx context.Context, s *Session, todo []Message, 
 		return nil
 	}
 	for i := range todo {
-		b, err := json.Marshal(newMessagePayload(s, &todo[i]))
+		p, err := newMessagePayload(s, &todo[i])
+		if err != nil {
+			return res, err
+		}
+		b, err := json.Marshal(p)
 		if err != nil {
 			return res, err
 		}
@@ -320,7 +329,7 @@ func countMessageErrors(errs []string) int {
 
 // sessionChanged reports whether the stored session differs from what the
 // import would send.
-func sessionChanged(r remoteSession, s *Session) bool {
+func sessionChanged(r api.Session, s *Session) bool {
 	str := func(stored, local string) bool { return local != "" && stored != local }
 	return r.Source != s.Source || str(r.Title, s.Title) || str(r.ProjectPath, s.ProjectPath) ||
 		str(r.ProjectName, s.ProjectName) || str(r.Model, s.Model) || str(r.Provider, s.Provider) ||
@@ -332,7 +341,7 @@ func sessionChanged(r remoteSession, s *Session) bool {
 // under their external id and, for user messages, not stored with the same
 // text either (the Claude Code plugin names user prompts by the time it sent
 // them, so an import after live sync finds them by text).
-func missing(local []Message, stored []remoteMessage) []Message {
+func missing(local []Message, stored []api.Message) []Message {
 	localIDs := make(map[string]bool, len(local))
 	for _, m := range local {
 		localIDs[m.ExternalID] = true
@@ -342,7 +351,7 @@ func missing(local []Message, stored []remoteMessage) []Message {
 	for _, m := range stored {
 		ids[m.ExternalID] = true
 		if m.Role == "user" && !localIDs[m.ExternalID] {
-			userTexts[strings.TrimSpace(m.text())]++
+			userTexts[strings.TrimSpace(storedText(m))]++
 		}
 	}
 	var out []Message

@@ -11,14 +11,16 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hindsight-dev/hindsight/api"
 )
 
 func textMsg(id, role, text string) Message {
 	return Message{ExternalID: id, Role: role, Parts: []Part{{Type: PartText, Content: text}}}
 }
 
-func stored(id, role, textContent string, parts ...string) remoteMessage {
-	m := remoteMessage{ExternalID: id, Role: role}
+func stored(id, role, textContent string, parts ...string) api.Message {
+	m := api.Message{ExternalID: id, Role: role}
 	if textContent != "" {
 		m.TextContent = &textContent
 	}
@@ -39,24 +41,24 @@ func TestImportMissing(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name   string
-		stored []remoteMessage
+		stored []api.Message
 		want   string
 	}{
 		{"nothing stored", nil, "s-user-u1 a1 s-user-u2 s-user-u3 s-user-u4 t1"},
-		{"everything stored by a previous import", []remoteMessage{
+		{"everything stored by a previous import", []api.Message{
 			stored("s-user-u1", "user", "", `{"type":"text","content":"continue"}`), stored("a1", "assistant", "ok"),
 			stored("s-user-u2", "user", "", `{"type":"text","content":"continue"}`), stored("s-user-u3", "user", "", `{"type":"text","content":"continue"}`),
 			stored("s-user-u4", "user", "", `{"type":"text","content":"ship it"}`), stored("t1", "assistant", ""),
 		}, ""},
 		// The live plugin named user prompts by time: matched by text, each
 		// stored prompt claiming one local prompt.
-		{"live sync of the first turns", []remoteMessage{
+		{"live sync of the first turns", []api.Message{
 			stored("s-user-1736500000000", "user", "continue"), stored("a1", "assistant", "ok"),
 			stored("s-user-1736500009000", "user", "continue"),
 		}, "s-user-u3 s-user-u4 t1"},
 		// A prompt stored under the import's own id does not also claim a
 		// local prompt with the same text.
-		{"ids first", []remoteMessage{
+		{"ids first", []api.Message{
 			stored("s-user-u1", "user", "", `{"type":"text","content":"continue"}`),
 			stored("s-user-1736500009000", "user", "  continue "),
 		}, "a1 s-user-u3 s-user-u4 t1"},
@@ -74,16 +76,16 @@ func TestImportMissing(t *testing.T) {
 func TestImportSessionChanged(t *testing.T) {
 	s := &Session{ExternalID: "x", Source: "claude-code", Title: "T", ProjectPath: "/p", ProjectName: "p",
 		Model: "m", PromptTokens: 10, CompletionTokens: 2, Cost: 0.1 + 0.2, DurationMs: 5}
-	r := remoteSession{Source: "claude-code", Title: "T", ProjectPath: "/p", ProjectName: "p", Model: "m",
+	r := api.Session{Source: "claude-code", Title: "T", ProjectPath: "/p", ProjectName: "p", Model: "m",
 		Provider: "set by someone else", PromptTokens: 10, CompletionTokens: 2, Cost: 0.3, DurationMs: 5}
 	if sessionChanged(r, s) {
 		t.Error("equal sessions (a float sum off by an ulp, a field the import does not send) differ")
 	}
-	for name, mut := range map[string]func(*remoteSession){
-		"title":  func(r *remoteSession) { r.Title = "Untitled" },
-		"tokens": func(r *remoteSession) { r.PromptTokens = 0 },
-		"cost":   func(r *remoteSession) { r.Cost = 0 },
-		"source": func(r *remoteSession) { r.Source = "opencode" },
+	for name, mut := range map[string]func(*api.Session){
+		"title":  func(r *api.Session) { r.Title = "Untitled" },
+		"tokens": func(r *api.Session) { r.PromptTokens = 0 },
+		"cost":   func(r *api.Session) { r.Cost = 0 },
+		"source": func(r *api.Session) { r.Source = "opencode" },
 	} {
 		r2 := r
 		mut(&r2)

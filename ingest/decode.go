@@ -2,13 +2,17 @@ package ingest
 
 import (
 	"bytes"
-	"encoding/json"
+	stdjson "encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/hindsight-dev/hindsight/api"
 	"github.com/hindsight-dev/hindsight/kv"
 )
 
@@ -92,145 +96,141 @@ type MessageIn struct {
 	CreatedAt         *int64
 }
 
-// fields gives typed, field-named access to one JSON object.
-type fields struct {
-	m      map[string]json.RawMessage
-	limits Limits
-}
+// jsonOptions: names match exactly, as the spec writes them (encoding/json
+// v1 would also take "Title" for "title"); a repeated name keeps the last
+// value; invalid UTF-8 in a string becomes U+FFFD rather than failing the
+// payload.
+var jsonOptions = json.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 
-func object(raw []byte, what string, limits Limits) (fields, error) {
+// decodeObject decodes one JSON object into v, a payload of package api.
+// A value of the wrong type is an error naming its field.
+func decodeObject(raw []byte, v any, what string) error {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || raw[0] != '{' {
-		return fields{}, invalid("%s must be a JSON object", what)
+		return invalid("%s must be a JSON object", what)
 	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return fields{}, invalid("%s is not valid JSON: %s", what, jsonProblem(err))
+	err := json.Unmarshal(raw, v, jsonOptions)
+	if err == nil {
+		return nil
 	}
-	return fields{m: m, limits: limits}, nil
+	var se *json.SemanticError
+	if errors.As(err, &se) && se.JSONPointer != "" && se.GoType != nil {
+		name, t := se.JSONPointer.LastToken(), se.GoType
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		switch t.Kind() {
+		case reflect.String:
+			return invalid("%s must be a string", name)
+		case reflect.Float64:
+			if se.JSONKind == '0' {
+				return invalid("%s must be a finite number", name)
+			}
+			return invalid("%s must be a number", name)
+		case reflect.Slice:
+			return invalid("%s must be an array", name)
+		}
+		return invalid("%s has the wrong type", name)
+	}
+	return invalid("%s is not valid JSON: %s", what, jsonProblem(err))
 }
 
 func jsonProblem(err error) string {
-	var se *json.SyntaxError
+	var se *jsontext.SyntacticError
 	if errors.As(err, &se) {
-		return fmt.Sprintf("%s (at byte %d)", strings.TrimPrefix(se.Error(), "json: "), se.Offset)
+		return fmt.Sprintf("%s (at byte %d)", se.Err, se.ByteOffset)
 	}
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		return fmt.Sprintf("%s must be %s, got %s", te.Field, te.Type, te.Value)
-	}
-	return strings.TrimPrefix(err.Error(), "json: ")
+	return strings.TrimPrefix(err.Error(), "jsontext: ")
 }
 
-func isNull(raw json.RawMessage) bool { return len(raw) == 0 || string(raw) == "null" }
-
-// str returns the string field, nil when absent or null.
-func (f fields) str(name string, max int) (*string, error) {
-	raw, ok := f.m[name]
-	if !ok || isNull(raw) {
-		return nil, nil
-	}
-	if raw[0] != '"' {
-		return nil, invalid("%s must be a string", name)
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return nil, invalid("%s is not a valid string", name)
-	}
-	if len(s) > max {
-		return nil, invalid("%s is %d bytes; the limit is %d", name, len(s), max)
-	}
-	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "\uFFFD")
-	}
-	return &s, nil
+// checker validates decoded fields against the limits; the first problem
+// sticks, so a payload is checked field by field in a fixed order.
+type checker struct {
+	limits Limits
+	err    error
 }
 
-func (f fields) requiredStr(name string, alias ...string) (string, error) {
-	for _, n := range append([]string{name}, alias...) {
-		s, err := f.str(n, f.limits.MaxFieldBytes)
-		if err != nil {
-			return "", err
+func (c *checker) fail(err error) {
+	if c.err == nil {
+		c.err = err
+	}
+}
+
+// str checks an optional string's length.
+func (c *checker) str(name string, s *string, max int) *string {
+	if s != nil && len(*s) > max {
+		c.fail(invalid("%s is %d bytes; the limit is %d", name, len(*s), max))
+	}
+	return s
+}
+
+// required returns the first of vals that is present and not blank; names
+// are the field and its aliases, in the order of vals.
+func (c *checker) required(names []string, vals ...*string) string {
+	for i, v := range vals {
+		if c.str(names[i], v, c.limits.MaxFieldBytes); c.err != nil {
+			return ""
 		}
-		if s != nil && strings.TrimSpace(*s) != "" {
-			return *s, nil
+		if v != nil && strings.TrimSpace(*v) != "" {
+			return *v
 		}
 	}
-	return "", invalid("%s is required", name)
+	c.fail(invalid("%s is required", names[0]))
+	return ""
 }
 
-// num returns a finite, non-negative number field, nil when absent or null.
-func (f fields) num(name string) (*float64, error) {
-	raw, ok := f.m[name]
-	if !ok || isNull(raw) {
-		return nil, nil
+// num checks a number: finite and not negative.
+func (c *checker) num(name string, v *float64) *float64 {
+	switch {
+	case v == nil:
+	case math.IsInf(*v, 0) || math.IsNaN(*v):
+		c.fail(invalid("%s must be a finite number", name))
+	case *v < 0:
+		c.fail(invalid("%s must not be negative", name))
 	}
-	c := raw[0]
-	if c != '-' && (c < '0' || c > '9') {
-		return nil, invalid("%s must be a number", name)
-	}
-	var v float64
-	if err := json.Unmarshal(raw, &v); err != nil || math.IsInf(v, 0) || math.IsNaN(v) {
-		return nil, invalid("%s must be a finite number", name)
-	}
-	if v < 0 {
-		return nil, invalid("%s must not be negative", name)
-	}
-	return &v, nil
+	return v
 }
 
 // count is num rounded to a whole number that fits an int64 (token counts,
 // milliseconds). Plugins that compute tokens as floats are accepted.
-func (f fields) count(name string) (*int64, error) {
-	v, err := f.num(name)
-	if v == nil || err != nil {
-		return nil, err
+func (c *checker) count(name string, v *float64) *int64 {
+	if c.num(name, v) == nil || c.err != nil {
+		return nil
 	}
 	if *v >= 1<<62 {
-		return nil, invalid("%s is too large", name)
+		c.fail(invalid("%s is too large", name))
+		return nil
 	}
 	n := int64(math.Round(*v))
-	return &n, nil
+	return &n
 }
 
-func (f fields) session(limits Limits) (SessionIn, error) {
-	var in SessionIn
-	var err error
-	if in.ExternalID, err = f.requiredStr("externalId", "sessionId"); err != nil {
-		return in, err
+func deref(s *string) string {
+	if s == nil {
+		return ""
 	}
-	src, err := f.str("source", limits.MaxFieldBytes)
-	if err != nil {
-		return in, err
-	}
-	if src != nil {
-		in.Source = *src
-	}
-	for _, sf := range []struct {
-		name string
-		dst  **string
-	}{{"title", &in.Title}, {"model", &in.Model}, {"provider", &in.Provider}, {"projectPath", &in.ProjectPath}, {"projectName", &in.ProjectName}} {
-		if *sf.dst, err = f.str(sf.name, limits.MaxFieldBytes); err != nil {
-			return in, err
-		}
-	}
-	for _, nf := range []struct {
-		name string
-		dst  **int64
-	}{{"promptTokens", &in.PromptTokens}, {"completionTokens", &in.CompletionTokens}, {"totalTokens", &in.TotalTokens}, {"durationMs", &in.DurationMs}, {"createdAt", &in.CreatedAt}} {
-		if *nf.dst, err = f.count(nf.name); err != nil {
-			return in, err
-		}
-	}
-	if in.Cost, err = f.num("cost"); err != nil {
-		return in, err
-	}
-	// messageCount is validated (a wrong type is a client bug worth reporting)
-	// but not stored: the read field counts stored messages.
-	if _, err = f.count("messageCount"); err != nil {
-		return in, err
-	}
-	return in, nil
+	return *s
+}
+
+func (c *checker) session(p *api.SyncSession) SessionIn {
+	in := SessionIn{ExternalID: c.required([]string{"externalId", "sessionId"}, p.ExternalID, p.SessionID)}
+	max := c.limits.MaxFieldBytes
+	in.Source = deref(c.str("source", p.Source, max))
+	in.Title = c.str("title", p.Title, max)
+	in.Model = c.str("model", p.Model, max)
+	in.Provider = c.str("provider", p.Provider, max)
+	in.ProjectPath = c.str("projectPath", p.ProjectPath, max)
+	in.ProjectName = c.str("projectName", p.ProjectName, max)
+	in.PromptTokens = c.count("promptTokens", p.PromptTokens)
+	in.CompletionTokens = c.count("completionTokens", p.CompletionTokens)
+	in.TotalTokens = c.count("totalTokens", p.TotalTokens)
+	in.DurationMs = c.count("durationMs", p.DurationMs)
+	in.CreatedAt = c.count("createdAt", p.CreatedAt)
+	in.Cost = c.num("cost", p.Cost)
+	// messageCount is checked (a wrong value is a client bug worth
+	// reporting) but not stored: the read field counts stored messages.
+	c.count("messageCount", p.MessageCount)
+	return in
 }
 
 func validRole(r string) bool {
@@ -242,70 +242,39 @@ func validRole(r string) bool {
 	return false
 }
 
-func (f fields) message(limits Limits) (MessageIn, error) {
-	var in MessageIn
-	var err error
-	if in.SessionExternalID, err = f.requiredStr("sessionExternalId"); err != nil {
-		return in, err
+func (c *checker) message(p *api.SyncMessage) MessageIn {
+	in := MessageIn{
+		SessionExternalID: c.required([]string{"sessionExternalId"}, p.SessionExternalID),
+		ExternalID:        c.required([]string{"externalId"}, p.ExternalID),
+		Role:              c.required([]string{"role"}, p.Role),
 	}
-	if in.ExternalID, err = f.requiredStr("externalId"); err != nil {
-		return in, err
+	if c.err == nil && !validRole(in.Role) {
+		c.fail(invalid("role must be one of %s", strings.Join(kv.Roles, ", ")))
 	}
-	if in.Role, err = f.requiredStr("role"); err != nil {
-		return in, err
-	}
-	if !validRole(in.Role) {
-		return in, invalid("role must be one of %s", strings.Join(kv.Roles, ", "))
-	}
-	if in.TextContent, err = f.str("textContent", limits.MaxPartBytes); err != nil {
-		return in, err
-	}
-	if in.Model, err = f.str("model", limits.MaxFieldBytes); err != nil {
-		return in, err
-	}
-	src, err := f.str("source", limits.MaxFieldBytes)
-	if err != nil {
-		return in, err
-	}
-	if src != nil {
-		in.Source = *src
-	}
-	for _, nf := range []struct {
-		name string
-		dst  **int64
-	}{{"promptTokens", &in.PromptTokens}, {"completionTokens", &in.CompletionTokens}, {"durationMs", &in.DurationMs}, {"createdAt", &in.CreatedAt}} {
-		if *nf.dst, err = f.count(nf.name); err != nil {
-			return in, err
-		}
-	}
-	raw, ok := f.m["parts"]
-	if ok && !isNull(raw) {
+	max := c.limits.MaxFieldBytes
+	in.TextContent = c.str("textContent", p.TextContent, c.limits.MaxPartBytes)
+	in.Model = c.str("model", p.Model, max)
+	in.Source = deref(c.str("source", p.Source, max))
+	in.PromptTokens = c.count("promptTokens", p.PromptTokens)
+	in.CompletionTokens = c.count("completionTokens", p.CompletionTokens)
+	in.DurationMs = c.count("durationMs", p.DurationMs)
+	in.CreatedAt = c.count("createdAt", p.CreatedAt)
+	if p.Parts != nil && c.err == nil {
 		in.PartsSet = true
-		if in.Parts, err = decodeParts(raw, limits); err != nil {
-			return in, err
+		in.Parts = make([]kv.Part, 0, len(p.Parts))
+		for i, raw := range p.Parts {
+			part, err := decodePart(raw, c.limits)
+			if err != nil {
+				c.fail(invalid("parts[%d]: %s", i, err.Error()))
+				break
+			}
+			in.Parts = append(in.Parts, part)
 		}
 	}
-	return in, nil
+	return in
 }
 
-func decodeParts(raw json.RawMessage, limits Limits) ([]kv.Part, error) {
-	if raw[0] != '[' {
-		return nil, invalid("parts must be an array")
-	}
-	var items []json.RawMessage
-	if err := json.Unmarshal(raw, &items); err != nil {
-		return nil, invalid("parts is not valid JSON: %s", jsonProblem(err))
-	}
-	parts := make([]kv.Part, 0, len(items))
-	for i, item := range items {
-		p, err := decodePart(item, limits)
-		if err != nil {
-			return nil, invalid("parts[%d]: %s", i, err.Error())
-		}
-		parts = append(parts, p)
-	}
-	return parts, nil
-}
+func isNull(raw stdjson.RawMessage) bool { return len(raw) == 0 || string(raw) == "null" }
 
 // decodePart accepts both shapes plugins send:
 //
@@ -313,126 +282,136 @@ func decodeParts(raw json.RawMessage, limits Limits) ([]kv.Part, error) {
 //	{"type":"tool-call","content":{"toolName":"Bash","args":{...}}}
 //
 // and a text part's content as a string or {"text": ...}. Other types are kept as sent.
-func decodePart(raw json.RawMessage, limits Limits) (kv.Part, error) {
-	f, err := object(raw, "part", limits)
-	if err != nil {
+func decodePart(raw stdjson.RawMessage, limits Limits) (kv.Part, error) {
+	var typ struct {
+		Type *string `json:"type"`
+	}
+	if err := decodeObject(raw, &typ, "part"); err != nil {
 		return kv.Part{}, err
 	}
-	typ, err := f.requiredStr("type")
-	if err != nil {
-		return kv.Part{}, err
+	c := checker{limits: limits}
+	p := kv.Part{Type: c.required([]string{"type"}, typ.Type)}
+	if c.err != nil {
+		return p, c.err
 	}
-	p := kv.Part{Type: typ}
-	switch typ {
-	case kv.PartText:
-		p.Content, err = f.text("content", "text")
-	case kv.PartToolCall, kv.PartToolResult:
-		err = f.toolPart(&p)
+	switch p.Type {
+	case kv.PartText, kv.PartToolCall, kv.PartToolResult:
 	default:
 		if len(raw) > limits.MaxPartBytes {
-			return p, invalid("%s part is %d bytes; the limit is %d", typ, len(raw), limits.MaxPartBytes)
+			return p, invalid("%s part is %d bytes; the limit is %d", p.Type, len(raw), limits.MaxPartBytes)
 		}
 		// Invalid UTF-8 can only sit inside JSON strings, so replacing it keeps
 		// the JSON valid and every response valid UTF-8.
 		p.Raw = bytes.ToValidUTF8(bytes.TrimSpace(raw), []byte("\uFFFD"))
 		if len(p.Raw) > limits.MaxPartBytes {
-			return p, invalid("%s part is %d bytes; the limit is %d", typ, len(p.Raw), limits.MaxPartBytes)
+			return p, invalid("%s part is %d bytes; the limit is %d", p.Type, len(p.Raw), limits.MaxPartBytes)
 		}
+		return p, nil
+	}
+	var in api.Part
+	if err := decodeObject(raw, &in, "part"); err != nil {
+		return p, err
+	}
+	var err error
+	if p.Type == kv.PartText {
+		p.Content, err = text(in.Content, limits)
+	} else {
+		err = toolPart(&p, &in, limits)
 	}
 	return p, err
+}
+
+// text reads a text part's content: a string, or {"text": "..."}.
+func text(raw stdjson.RawMessage, limits Limits) (string, error) {
+	if isNull(raw) {
+		return "", nil
+	}
+	if raw[0] == '{' {
+		var w struct {
+			Text *string `json:"text"`
+		}
+		if err := decodeObject(raw, &w, "content"); err != nil {
+			return "", invalid("content.%s", err.Error())
+		}
+		c := checker{limits: limits}
+		return deref(c.str("content.text", w.Text, limits.MaxPartBytes)), c.err
+	}
+	return jsonString("content", raw, limits.MaxPartBytes)
+}
+
+// jsonString decodes a JSON string field kept raw.
+func jsonString(name string, raw stdjson.RawMessage, max int) (string, error) {
+	if raw[0] != '"' {
+		return "", invalid("%s must be a string", name)
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s, jsonOptions); err != nil {
+		return "", invalid("%s is not a valid string", name)
+	}
+	if len(s) > max {
+		return "", invalid("%s is %d bytes; the limit is %d", name, len(s), max)
+	}
+	return s, nil
 }
 
 // toolPart fills a tool-call or tool-result part from either shape: flat
 // (toolName, args/content on the part) or nested (an object in content holding
 // toolName, args and, for results, result or content).
-func (f fields) toolPart(p *kv.Part) error {
-	inner, nested := f, false
-	if c := bytes.TrimSpace(f.m["content"]); len(c) > 0 && c[0] == '{' {
-		o, err := object(c, "content", f.limits)
-		if err != nil {
+func toolPart(p *kv.Part, flat *api.Part, limits Limits) error {
+	inner, nested := flat, false
+	if c := bytes.TrimSpace(flat.Content); len(c) > 0 && c[0] == '{' {
+		var o api.Part
+		if err := decodeObject(c, &o, "content"); err != nil {
 			return err
 		}
-		_, hasName := o.m["toolName"]
-		_, hasArgs := o.m["args"]
-		_, hasResult := o.m["result"]
 		// A tool call's object content is always the nested shape; a result's
 		// object content is nested only if it looks like one, else it is the result.
-		if p.Type == kv.PartToolCall || hasName || hasArgs || hasResult {
-			inner, nested = o, true
+		if p.Type == kv.PartToolCall || o.ToolName != "" || o.Name != "" || !isNull(o.Args) || !isNull(o.Result) {
+			inner, nested = &o, true
 		}
 	}
-	for _, src := range []fields{inner, f} {
-		for _, key := range []string{"toolName", "name"} {
-			name, err := src.str(key, f.limits.MaxFieldBytes)
-			if err != nil {
-				return err
-			}
-			if name != nil && p.ToolName == "" {
-				p.ToolName = *name
+	c := checker{limits: limits}
+	for _, src := range []*api.Part{inner, flat} {
+		for _, name := range []struct {
+			key string
+			v   string
+		}{{"toolName", src.ToolName}, {"name", src.Name}} {
+			c.str(name.key, &name.v, limits.MaxFieldBytes)
+			if p.ToolName == "" {
+				p.ToolName = name.v
 			}
 		}
+	}
+	if c.err != nil {
+		return c.err
 	}
 	var err error
 	switch {
+	case p.Type == kv.PartToolCall && inner.Args != nil:
+		p.Args, err = jsonText("args", inner.Args, limits.MaxPartBytes)
 	case p.Type == kv.PartToolCall:
-		key := "args"
-		if _, ok := inner.m[key]; !ok {
-			key = "input"
-		}
-		p.Args, err = inner.jsonText(key, f.limits.MaxPartBytes)
-	case nested && inner.m["result"] != nil:
-		p.Content, err = inner.jsonText("result", f.limits.MaxPartBytes)
+		p.Args, err = jsonText("input", inner.Input, limits.MaxPartBytes)
+	case nested && !isNull(inner.Result):
+		p.Content, err = jsonText("result", inner.Result, limits.MaxPartBytes)
 	case nested:
-		p.Content, err = inner.jsonText("content", f.limits.MaxPartBytes)
+		p.Content, err = jsonText("content", inner.Content, limits.MaxPartBytes)
 	default:
-		p.Content, err = f.jsonText("content", f.limits.MaxPartBytes)
+		p.Content, err = jsonText("content", flat.Content, limits.MaxPartBytes)
 	}
 	return err
 }
 
-// text reads a string that may also arrive wrapped as {"text": "..."}.
-func (f fields) text(name, inner string) (string, error) {
-	raw, ok := f.m[name]
-	if !ok || isNull(raw) {
-		return "", nil
-	}
-	if raw[0] == '{' {
-		o, err := object(raw, name, f.limits)
-		if err != nil {
-			return "", err
-		}
-		s, err := o.str(inner, f.limits.MaxPartBytes)
-		if err != nil {
-			return "", invalid("%s.%s", name, err.Error())
-		}
-		if s == nil {
-			return "", nil
-		}
-		return *s, nil
-	}
-	s, err := f.str(name, f.limits.MaxPartBytes)
-	if err != nil || s == nil {
-		return "", err
-	}
-	return *s, nil
-}
-
-// jsonText returns a string field as is, and any other JSON value serialised
+// jsonText returns a JSON string as is, and any other JSON value serialised
 // compactly (tool args and results arrive as strings or objects).
-func (f fields) jsonText(name string, max int) (string, error) {
-	raw, ok := f.m[name]
-	if !ok || isNull(raw) {
+func jsonText(name string, raw stdjson.RawMessage, max int) (string, error) {
+	if isNull(raw) {
 		return "", nil
 	}
 	if raw[0] == '"' {
-		s, err := f.str(name, max)
-		if err != nil || s == nil {
-			return "", err
-		}
-		return *s, nil
+		return jsonString(name, raw, max)
 	}
 	var buf bytes.Buffer
-	if err := json.Compact(&buf, raw); err != nil {
+	if err := stdjson.Compact(&buf, raw); err != nil {
 		return "", invalid("%s is not valid JSON", name)
 	}
 	out := bytes.ToValidUTF8(buf.Bytes(), []byte("\uFFFD"))
@@ -444,22 +423,54 @@ func (f fields) jsonText(name string, max int) (string, error) {
 
 // DecodeSession decodes and validates a POST /sync/session body.
 func DecodeSession(body []byte, limits Limits) (SessionIn, error) {
-	limits = limits.WithDefaults()
-	f, err := object(body, "request body", limits)
-	if err != nil {
-		return SessionIn{}, err
-	}
-	return f.session(limits)
+	return decodeSession(body, "request body", limits.WithDefaults(), true)
 }
 
 // DecodeMessage decodes and validates a POST /sync/message body.
 func DecodeMessage(body []byte, limits Limits) (MessageIn, error) {
-	limits = limits.WithDefaults()
-	f, err := object(body, "request body", limits)
-	if err != nil {
+	return decodeMessage(body, "request body", limits.WithDefaults(), true)
+}
+
+// Without keepDates createdAt is ignored (server time is used), so a value
+// of any type must not fail the entry: these shadow api's createdAt with a
+// raw value that is never read.
+type (
+	sessionNoDate struct {
+		api.SyncSession
+		CreatedAt stdjson.RawMessage `json:"createdAt"`
+	}
+	messageNoDate struct {
+		api.SyncMessage
+		CreatedAt stdjson.RawMessage `json:"createdAt"`
+	}
+)
+
+func decodeSession(raw []byte, what string, limits Limits, keepDates bool) (SessionIn, error) {
+	var p sessionNoDate
+	var dst any = &p.SyncSession
+	if !keepDates {
+		dst = &p
+	}
+	if err := decodeObject(raw, dst, what); err != nil {
+		return SessionIn{}, err
+	}
+	c := checker{limits: limits}
+	in := c.session(&p.SyncSession)
+	return in, c.err
+}
+
+func decodeMessage(raw []byte, what string, limits Limits, keepDates bool) (MessageIn, error) {
+	var p messageNoDate
+	var dst any = &p.SyncMessage
+	if !keepDates {
+		dst = &p
+	}
+	if err := decodeObject(raw, dst, what); err != nil {
 		return MessageIn{}, err
 	}
-	return f.message(limits)
+	c := checker{limits: limits}
+	in := c.message(&p.SyncMessage)
+	return in, c.err
 }
 
 // Batch is a decoded /sync/batch: the valid entries, and one error string per
@@ -489,69 +500,53 @@ func DecodeBatchKeepingDates(body []byte, limits Limits) (Batch, error) {
 
 func decodeBatch(body []byte, limits Limits, keepDates bool) (Batch, error) {
 	limits = limits.WithDefaults()
-	f, err := object(body, "request body", limits)
-	if err != nil {
+	// api.SyncBatch with its entries left raw, so that a bad entry fails alone.
+	var lists struct {
+		Sessions api.Parts `json:"sessions"`
+		Messages api.Parts `json:"messages"`
+	}
+	if err := decodeObject(body, &lists, "request body"); err != nil {
 		return Batch{}, err
 	}
-	b := Batch{KeepDates: keepDates}
-	lists := map[string][]json.RawMessage{}
-	for _, name := range []string{"sessions", "messages"} {
-		raw, ok := f.m[name]
-		if !ok || isNull(raw) {
-			continue
-		}
-		if raw[0] != '[' {
-			return Batch{}, invalid("%s must be an array", name)
-		}
-		var items []json.RawMessage
-		if err := json.Unmarshal(raw, &items); err != nil {
-			return Batch{}, invalid("%s is not valid JSON: %s", name, jsonProblem(err))
-		}
-		lists[name] = items
-	}
-	if n := len(lists["sessions"]) + len(lists["messages"]); n > limits.MaxBatchEntries {
+	if n := len(lists.Sessions) + len(lists.Messages); n > limits.MaxBatchEntries {
 		return Batch{}, invalid("batch has %d entries; the limit is %d per request: split it", n, limits.MaxBatchEntries)
 	}
-	// Unless dates are kept, createdAt is ignored on batch entries (server
-	// time is used), so a value of any type must not fail the entry.
-	for i, raw := range lists["sessions"] {
-		ef, err := object(raw, "entry", limits)
-		if !keepDates {
-			delete(ef.m, "createdAt")
-		}
-		var s SessionIn
-		if err == nil {
-			s, err = ef.session(limits)
-		}
-		if err != nil {
-			b.Errors = append(b.Errors, entryError("sessions", i, ef, "externalId", err))
-			continue
-		}
-		b.Sessions = append(b.Sessions, s)
-	}
-	for i, raw := range lists["messages"] {
-		ef, err := object(raw, "entry", limits)
-		if !keepDates {
-			delete(ef.m, "createdAt")
-		}
-		var m MessageIn
-		if err == nil {
-			m, err = ef.message(limits)
-		}
-		if err != nil {
-			b.Errors = append(b.Errors, entryError("messages", i, ef, "externalId", err))
-			continue
-		}
-		b.Messages = append(b.Messages, m)
-	}
+	b := Batch{KeepDates: keepDates}
+	b.Sessions = entries(&b, "sessions", lists.Sessions, func(raw []byte) (SessionIn, error) {
+		return decodeSession(raw, "entry", limits, keepDates)
+	})
+	b.Messages = entries(&b, "messages", lists.Messages, func(raw []byte) (MessageIn, error) {
+		return decodeMessage(raw, "entry", limits, keepDates)
+	})
 	return b, nil
 }
 
-func entryError(list string, i int, f fields, idField string, err error) string {
-	if f.m != nil {
-		if id, _ := f.str(idField, 256); id != nil && *id != "" {
-			return fmt.Sprintf("%s[%d] (externalId %s): %s", list, i, *id, err.Error())
+// entries decodes the entries of one batch list, adding an error naming each
+// bad one to b.
+func entries[T any](b *Batch, list string, raws []stdjson.RawMessage, decode func([]byte) (T, error)) []T {
+	var out []T
+	for i, raw := range raws {
+		v, err := decode(raw)
+		if err != nil {
+			b.Errors = append(b.Errors, entryError(list, i, raw, err))
+			continue
 		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// entryError names a bad entry by its position and, when it has a usable
+// one, its externalId.
+func entryError(list string, i int, raw []byte, err error) string {
+	var id struct {
+		ExternalID string `json:"externalId"`
+	}
+	// A failed decode leaves ExternalID empty or as far as it got: either way
+	// only a plain string id names the entry.
+	_ = json.Unmarshal(bytes.TrimSpace(raw), &id, jsonOptions)
+	if id.ExternalID != "" && len(id.ExternalID) <= 256 {
+		return fmt.Sprintf("%s[%d] (externalId %s): %s", list, i, id.ExternalID, err.Error())
 	}
 	return fmt.Sprintf("%s[%d]: %s", list, i, err.Error())
 }
