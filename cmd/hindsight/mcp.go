@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-
 	"github.com/hindsight-dev/hindsight/mcpd"
 )
 
