@@ -23,10 +23,11 @@ import (
 //
 //   - search_sessions latency p50/p99 over HTTP at its defaults, for the
 //     load bench's query mix (bench.LoadQuery), from the Go SDK client;
+//
 //   - each tool's output size at its defaults (text content, and the
 //     structured content where the tool has one).
 //
-//	HINDSIGHT_MCP_BENCH=10000 go test -run TestMeasureHTTP -v -timeout 30m ./mcpd/
+//     HINDSIGHT_MCP_BENCH=10000 go test -run TestMeasureHTTP -v -timeout 30m ./mcpd/
 func TestMeasureHTTP(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv("HINDSIGHT_MCP_BENCH"))
 	if n <= 0 {
