@@ -3,6 +3,7 @@ package mcpd
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -123,8 +124,8 @@ func (r *Remote) Search(ctx context.Context, q SearchQuery) (SearchResult, error
 // isNoEmbedder recognises the REST API's answer to a semantic or hybrid
 // search on a server without an embedder (ranking.ErrNoEmbedder's message).
 func isNoEmbedder(err error) bool {
-	ie, ok := err.(*InputError)
-	return ok && strings.Contains(ie.Msg, "semantic search needs an embedder")
+	var ie *InputError
+	return errors.As(err, &ie) && strings.Contains(ie.Msg, "semantic search needs an embedder")
 }
 
 func (r *Remote) search(ctx context.Context, q SearchQuery, mode string) (SearchResult, error) {
