@@ -444,6 +444,14 @@ func TestSettingsKeys(t *testing.T) {
 		t.Fatalf("new key %q", key)
 	}
 	one(t, p.doc, "button[data-copy=new-key]")
+	// The MCP block: the endpoint as the browser reached it, and the Claude
+	// Code command with the new key.
+	mcpURL, _ := attr(one(t, p.doc, "input#mcp-url"), "value")
+	claude, _ := attr(one(t, p.doc, "input#mcp-claude"), "value")
+	if !strings.HasPrefix(mcpURL, "http://127.0.0.1:") || !strings.HasSuffix(mcpURL, "/mcp") ||
+		claude != "claude mcp add --transport http hindsight "+mcpURL+` --header "Authorization: Bearer `+key+`"` {
+		t.Errorf("MCP setup: url %q, command %q", mcpURL, claude)
+	}
 	if p.header.Get("Cache-Control") != "no-store" {
 		t.Errorf("the page with a key may be cached: %q", p.header.Get("Cache-Control"))
 	}
@@ -452,7 +460,7 @@ func TestSettingsKeys(t *testing.T) {
 	}
 	// Shown once.
 	p = b.get("/settings").want(t, http.StatusOK)
-	if strings.Contains(p.body, key) || len(findAll(t, p.doc, "input#new-key")) != 0 {
+	if strings.Contains(p.body, key) || len(findAll(t, p.doc, "input#new-key")) != 0 || len(findAll(t, p.doc, "input#mcp-claude")) != 0 {
 		t.Errorf("key shown again")
 	}
 	rows := findAll(t, p.doc, "table.keys tbody tr")

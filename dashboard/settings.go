@@ -20,6 +20,29 @@ type settingsPage struct {
 	NewKey  string // shown once, right after creation
 	NewRec  kv.APIKey
 	Welcome bool
+	MCP     mcpSetup
+}
+
+// mcpSetup is the Settings page's "Use your history from your assistant"
+// block: the MCP endpoint and, right after a key is created, a ready-to-copy
+// Claude Code command with that key.
+type mcpSetup struct {
+	URL    string
+	Claude string // only with a new key
+}
+
+// newMCPSetup addresses /mcp as the browser reached this server (behind a TLS
+// proxy that sends X-Forwarded-Proto, over https).
+func newMCPSetup(r *http.Request, key string) mcpSetup {
+	scheme := "http"
+	if r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https") {
+		scheme = "https"
+	}
+	m := mcpSetup{URL: scheme + "://" + r.Host + "/mcp"}
+	if key != "" {
+		m.Claude = "claude mcp add --transport http hindsight " + m.URL + ` --header "Authorization: Bearer ` + key + `"`
+	}
+	return m
 }
 
 func (s *Server) renderSettings(w http.ResponseWriter, r *http.Request, v *viewer, status int, p settingsPage) error {
@@ -43,6 +66,7 @@ func (s *Server) renderSettings(w http.ResponseWriter, r *http.Request, v *viewe
 	}
 	q := r.URL.Query()
 	p.Welcome = q.Get("welcome") == "1"
+	p.MCP = newMCPSetup(r, p.NewKey)
 	switch {
 	case shownPrefix.MatchString(q.Get("revoked")):
 		p.Flash = "Revoked key " + q.Get("revoked") + "…: requests with it now get 401."

@@ -200,6 +200,11 @@ func cors(next http.Handler) http.Handler {
 	})
 }
 
+// Authenticated wraps h in the API's key check, per-key rate limit and body
+// cap, for handlers mounted beside the REST routes (the MCP endpoint); h reads
+// the user with UserID.
+func (s *Server) Authenticated(h http.Handler) http.Handler { return s.authenticated(h) }
+
 // authenticated requires a valid Bearer key, applies the per-key rate limit and
 // caps the request body.
 func (s *Server) authenticated(next http.Handler) http.Handler {

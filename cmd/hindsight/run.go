@@ -22,6 +22,7 @@ Usage:
   hindsight restore FILE --data DIR                                     restore a backup into an empty directory
   hindsight bench  relevance|load|ingest [flags]                        benchmarks (see: hindsight bench)
   hindsight import claude-code|opencode [DIR] [--server URL] [--key KEY] upload local history, keeping its dates
+  hindsight mcp    (env HINDSIGHT_URL, HINDSIGHT_API_KEY)               MCP server on stdin/stdout for coding assistants
   hindsight healthcheck [--addr A]                                      exit 0 if the server answers /health (container HEALTHCHECK)
   hindsight version
 
@@ -71,6 +72,8 @@ func dispatch(ctx context.Context, cmd string, rest []string, stdout, stderr io.
 		return cmdBackup(ctx, rest, stdout, stderr)
 	case "restore":
 		return cmdRestore(ctx, rest, stdout, stderr)
+	case "mcp":
+		return cmdMCP(ctx, rest, stdout, stderr)
 	case "healthcheck":
 		return cmdHealthcheck(ctx, rest, stdout, stderr)
 	case "bench":

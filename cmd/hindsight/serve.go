@@ -23,6 +23,7 @@ import (
 	"github.com/hindsight-dev/hindsight/index"
 	"github.com/hindsight-dev/hindsight/ingest"
 	"github.com/hindsight-dev/hindsight/kv"
+	"github.com/hindsight-dev/hindsight/mcpd"
 	"github.com/hindsight-dev/hindsight/metrics"
 	"github.com/hindsight-dev/hindsight/ranking"
 	"github.com/hindsight-dev/hindsight/vectors"
@@ -181,6 +182,7 @@ func buildApp(ctx context.Context, cfg serveConfig, log zerolog.Logger) (*app, e
 	}
 	r := mux.NewRouter()
 	a.api.Install(r)
+	r.Handle("/mcp", a.api.Authenticated(mcpd.Handler(st, a.search, httpd.UserID, log, version)))
 	a.dash.Install(r)
 	r.Handle("/metrics", a.metrics.Handler()).Methods(http.MethodGet)
 	a.handler = a.api.Handler(r)

@@ -1,0 +1,185 @@
+package mcpd
+
+import (
+	"context"
+	"errors"
+	"html"
+	"io"
+	"strings"
+
+	"github.com/hindsight-dev/hindsight/exporter"
+	"github.com/hindsight-dev/hindsight/index"
+	"github.com/hindsight-dev/hindsight/ingest"
+	"github.com/hindsight-dev/hindsight/kv"
+	"github.com/hindsight-dev/hindsight/ranking"
+)
+
+// Records is the read side of the store; *kv.Store satisfies it.
+type Records interface {
+	View(ctx context.Context, fn func(*kv.Tx) error) error
+}
+
+// Local answers in the server's process, over the store and the ranking
+// engine, for the user it is made for: every read is keyed by that user, so
+// another user's session id is simply not found.
+type Local struct {
+	records Records
+	search  *ranking.Engine
+	userID  string
+}
+
+// NewLocal returns the backend of userID.
+func NewLocal(records Records, search *ranking.Engine, userID string) *Local {
+	return &Local{records: records, search: search, userID: userID}
+}
+
+func viewSession(s kv.Session) Session {
+	project := s.ProjectName
+	if project == "" {
+		project = s.ProjectPath
+	}
+	return Session{ID: s.ID, Title: s.Title, Source: s.Source, Project: project, Path: s.ProjectPath,
+		Model: s.Model, Updated: s.UpdatedAt, Messages: s.MessageCount}
+}
+
+// engineError maps ranking and index errors the caller can act on.
+func engineError(err error) error {
+	var ee *ranking.EmbedError
+	switch {
+	case errors.Is(err, ranking.ErrNoEmbedder), errors.Is(err, index.ErrBadQuery):
+		return inputErr(err.Error())
+	case errors.As(err, &ee):
+		return inputErr("semantic search is unavailable right now: the query could not be embedded (the embedding provider failed). Use mode hybrid, which falls back to full-text, or fulltext.")
+	}
+	return err
+}
+
+// Search implements Backend.
+func (l *Local) Search(ctx context.Context, q SearchQuery) (SearchResult, error) {
+	mode := ranking.Mode(q.Mode)
+	if mode == "" {
+		mode = ranking.FullText
+		if l.search.Semantic() {
+			mode = ranking.Hybrid
+		}
+	}
+	res, err := l.search.Search(ctx, ranking.Query{UserID: l.userID, Text: q.Text, Mode: mode, Limit: q.Limit, Explain: true})
+	if err != nil {
+		return SearchResult{}, engineError(err)
+	}
+	out := SearchResult{Mode: string(mode), Degraded: res.Degraded}
+	err = l.records.View(ctx, func(tx *kv.Tx) error {
+		for _, h := range res.Results {
+			s, err := tx.Session(l.userID, h.SessionID)
+			if errors.Is(err, kv.ErrNotFound) {
+				continue // deleted after it was indexed
+			}
+			if err != nil {
+				return err
+			}
+			out.Hits = append(out.Hits, Hit{Session: viewSession(s), Score: h.Score, Snippet: plainSnippet(h.Snippet)})
+		}
+		return nil
+	})
+	return out, err
+}
+
+var unmark = strings.NewReplacer("<mark>", "", "</mark>", "")
+
+// plainSnippet turns the index's HTML snippet into plain text.
+func plainSnippet(s string) string { return html.UnescapeString(unmark.Replace(s)) }
+
+// Context implements Backend: the retrieval and assembly of GET /api/context.
+func (l *Local) Context(ctx context.Context, q ContextQuery) (ContextResult, error) {
+	hits, degraded, err := l.search.ContextSessions(ctx, l.userID, q.Text, q.Limit)
+	if err != nil {
+		return ContextResult{}, engineError(err)
+	}
+	var sessions []ranking.ContextSession
+	err = l.records.View(ctx, func(tx *kv.Tx) error {
+		for _, h := range hits {
+			d, err := ingest.LoadDoc(tx, l.userID, h.SessionID)
+			if err != nil {
+				return err
+			}
+			if d.Deleted {
+				continue
+			}
+			sessions = append(sessions, contextSession(d, h.Ordinals))
+		}
+		return nil
+	})
+	if err != nil {
+		return ContextResult{}, err
+	}
+	text, _, n := ranking.Assemble(q.Text, sessions, q.MaxChars)
+	return ContextResult{Text: text, Sessions: n, Degraded: degraded}, nil
+}
+
+// contextSession is a session's material for the context answer: its
+// exchanges that hold the hit chunks, most relevant first (as httpd's
+// /api/context builds it).
+func contextSession(d ingest.Doc, ordinals []int) ranking.ContextSession {
+	project := d.Session.ProjectName
+	if project == "" {
+		project = d.Session.ProjectPath
+	}
+	cs := ranking.ContextSession{SessionID: d.SessionID, Title: d.Session.Title, Model: d.Session.Model, Project: project}
+	seen := map[int]bool{}
+	for _, ord := range ordinals {
+		if ord < 0 || ord >= len(d.Chunks) {
+			continue // the index is a step behind the records
+		}
+		ex := d.Chunks[ord].Exchange
+		if seen[ex] {
+			continue
+		}
+		seen[ex] = true
+		e := d.Exchanges[ex]
+		ce := ranking.ContextExchange{Position: ex}
+		if e.User != "" {
+			ce.Turns = append(ce.Turns, ranking.Turn{Role: "user", Content: e.User})
+		}
+		if e.Assistant != "" {
+			ce.Turns = append(ce.Turns, ranking.Turn{Role: "assistant", Content: e.Assistant})
+		}
+		cs.Exchanges = append(cs.Exchanges, ce)
+	}
+	return cs
+}
+
+// SessionMarkdown implements Backend: the export's markdown with its
+// defaults for one session (home directories anonymised, tool calls and
+// results included), written as it is read.
+func (l *Local) SessionMarkdown(ctx context.Context, id string) (io.ReadCloser, error) {
+	var s kv.Session
+	err := l.records.View(ctx, func(tx *kv.Tx) error {
+		var err error
+		s, err = tx.Session(l.userID, id)
+		return err
+	})
+	if errors.Is(err, kv.ErrNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		msgs := exporter.StoredMessages(ctx, l.records, l.userID, id, s.NextSeq)
+		pw.CloseWithError(exporter.WriteSession(pw, exporter.Markdown, s, msgs, exporter.Options{IncludeTools: true}))
+	}()
+	return pr, nil
+}
+
+// Sessions implements Backend.
+func (l *Local) Sessions(ctx context.Context, source string, fn func(Session) bool) error {
+	return l.records.View(ctx, func(tx *kv.Tx) error {
+		return tx.RecentSessions(l.userID, kv.Position{}, func(s kv.Session) bool {
+			if source != "" && s.Source != source {
+				return true
+			}
+			return fn(viewSession(s))
+		})
+	})
+}
