@@ -152,39 +152,9 @@ func (s *Server) context(w http.ResponseWriter, r *http.Request) error {
 	}
 	var sessions []ranking.ContextSession
 	err = s.cfg.Records.View(r.Context(), func(tx *kv.Tx) error {
-		for _, h := range hits {
-			d, err := ingest.LoadDoc(tx, uid, h.SessionID)
-			if err != nil {
-				return err
-			}
-			if d.Deleted {
-				continue
-			}
-			cs := ranking.ContextSession{SessionID: d.SessionID, Title: d.Session.Title, Model: d.Session.Model,
-				Project: firstNonEmpty(d.Session.ProjectName, d.Session.ProjectPath)}
-			seen := map[int]bool{}
-			for _, ord := range h.Ordinals {
-				if ord < 0 || ord >= len(d.Chunks) {
-					continue // the index is a step behind the records
-				}
-				ex := d.Chunks[ord].Exchange
-				if seen[ex] {
-					continue
-				}
-				seen[ex] = true
-				e := d.Exchanges[ex]
-				ce := ranking.ContextExchange{Position: ex}
-				if e.User != "" {
-					ce.Turns = append(ce.Turns, ranking.Turn{Role: "user", Content: e.User})
-				}
-				if e.Assistant != "" {
-					ce.Turns = append(ce.Turns, ranking.Turn{Role: "assistant", Content: e.Assistant})
-				}
-				cs.Exchanges = append(cs.Exchanges, ce)
-			}
-			sessions = append(sessions, cs)
-		}
-		return nil
+		var err error
+		sessions, err = ingest.ContextSessions(tx, uid, hits)
+		return err
 	})
 	if err != nil {
 		return err
@@ -197,13 +167,4 @@ func (s *Server) context(w http.ResponseWriter, r *http.Request) error {
 		return writeJSON(w, http.StatusOK, map[string]any{"messages": msgs, "sessionCount": n})
 	}
 	return writeJSON(w, http.StatusOK, map[string]any{"text": body, "sessionCount": n})
-}
-
-func firstNonEmpty(ss ...string) string {
-	for _, s := range ss {
-		if s != "" {
-			return s
-		}
-	}
-	return ""
 }

@@ -97,55 +97,15 @@ func (l *Local) Context(ctx context.Context, q ContextQuery) (ContextResult, err
 	}
 	var sessions []ranking.ContextSession
 	err = l.records.View(ctx, func(tx *kv.Tx) error {
-		for _, h := range hits {
-			d, err := ingest.LoadDoc(tx, l.userID, h.SessionID)
-			if err != nil {
-				return err
-			}
-			if d.Deleted {
-				continue
-			}
-			sessions = append(sessions, contextSession(d, h.Ordinals))
-		}
-		return nil
+		var err error
+		sessions, err = ingest.ContextSessions(tx, l.userID, hits)
+		return err
 	})
 	if err != nil {
 		return ContextResult{}, err
 	}
 	text, _, n := ranking.Assemble(q.Text, sessions, q.MaxChars)
 	return ContextResult{Text: text, Sessions: n, Degraded: degraded}, nil
-}
-
-// contextSession is a session's material for the context answer: its
-// exchanges that hold the hit chunks, most relevant first (as httpd's
-// /api/context builds it).
-func contextSession(d ingest.Doc, ordinals []int) ranking.ContextSession {
-	project := d.Session.ProjectName
-	if project == "" {
-		project = d.Session.ProjectPath
-	}
-	cs := ranking.ContextSession{SessionID: d.SessionID, Title: d.Session.Title, Model: d.Session.Model, Project: project}
-	seen := map[int]bool{}
-	for _, ord := range ordinals {
-		if ord < 0 || ord >= len(d.Chunks) {
-			continue // the index is a step behind the records
-		}
-		ex := d.Chunks[ord].Exchange
-		if seen[ex] {
-			continue
-		}
-		seen[ex] = true
-		e := d.Exchanges[ex]
-		ce := ranking.ContextExchange{Position: ex}
-		if e.User != "" {
-			ce.Turns = append(ce.Turns, ranking.Turn{Role: "user", Content: e.User})
-		}
-		if e.Assistant != "" {
-			ce.Turns = append(ce.Turns, ranking.Turn{Role: "assistant", Content: e.Assistant})
-		}
-		cs.Exchanges = append(cs.Exchanges, ce)
-	}
-	return cs
 }
 
 // SessionMarkdown implements Backend: the export's markdown with its
