@@ -165,8 +165,13 @@ func (l *Loader) bind(name, env, usage, want string, set func(string) error, get
 	}
 }
 
+// str binds a string setting; a plain flag.StringVar, so that --help shows
+// it as before ("-addr string").
 func (l *Loader) str(p *string, name, env, usage string) {
-	l.bind(name, env, usage, "a string", func(s string) error { *p = s; return nil }, func() string { return *p })
+	l.bind("", env, "", "", func(s string) error { *p = s; return nil }, nil)
+	if name != "" {
+		l.fs.StringVar(p, name, *p, usage+" (env "+env+")")
+	}
 }
 
 func (l *Loader) oneOf(p *string, name, env, usage string, choices ...string) {
