@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -119,6 +120,24 @@ func TestMetricsAndReady(t *testing.T) {
 	}
 }
 
+// lockedBuffer is a bytes.Buffer the server's goroutines may log to.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 // Run logs the effective configuration once, with every secret redacted.
 func TestRunLogsRedactedConfig(t *testing.T) {
 	const openaiKey, weaviateKey, password = "sk-live-0123456789", "wv-key-9876543210", "hunter2secret"
@@ -128,9 +147,9 @@ func TestRunLogsRedactedConfig(t *testing.T) {
 	cfg.Semantic.OpenAIKey = openaiKey
 	cfg.Semantic.WeaviateKey = weaviateKey
 	cfg.Semantic.OpenAIBaseURL = "https://user:" + password + "@llm.example/v1"
-	var logs bytes.Buffer
+	logs := &lockedBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
-	s, err := New(ctx, cfg, zerolog.New(&logs))
+	s, err := New(ctx, cfg, zerolog.New(logs))
 	if err != nil {
 		t.Fatal(err)
 	}
