@@ -1,22 +1,23 @@
 // Command hindsight bench measures Hindsight: relevance (ranking quality
 // and its cost on a labelled dataset, next to peer systems), load (cost as
-// generated data grows) and ingest (write throughput).
+// generated data grows) and ingest (write throughput). This file parses
+// their flags; package bench/runner runs them.
 package main
 
 import (
+	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
-	"time"
-
-	"github.com/rs/zerolog"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/hindsight-dev/hindsight/bench"
-	"github.com/hindsight-dev/hindsight/ingest"
+	"github.com/hindsight-dev/hindsight/bench/runner"
+	"github.com/hindsight-dev/hindsight/config"
+	"github.com/hindsight-dev/hindsight/ranking"
 )
 
 const benchUsage = `bench relevance --dataset DIR [--modes fulltext,semantic,hybrid] [--embedder auto|none|local|openai]
@@ -33,111 +34,164 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintln(stderr, "Usage: hindsight "+benchUsage)
 		return &usageError{"bench needs a subcommand: relevance, load or ingest"}
 	}
+	// The semantic settings (model directory, OpenAI key, WEAVIATE_URL...)
+	// come from the environment, as for serve.
+	cfg := config.Default()
 	switch args[0] {
 	case "ingest":
-		return benchIngest(ctx, args[1:], stdout, stderr)
+		c, err := parseBenchIngest(args[1:], stderr)
+		if err != nil {
+			return err
+		}
+		return runner.Ingest(ctx, c, stdout, stderr)
 	case "relevance":
-		return benchRelevance(ctx, args[1:], stdout, stderr)
+		c, err := parseBenchRelevance(args[1:], &cfg, stderr)
+		if err != nil {
+			return err
+		}
+		return runner.Relevance(ctx, cfg, c, stdout, stderr)
 	case "load":
-		return benchLoad(ctx, args[1:], stdout, stderr)
+		c, err := parseBenchLoad(args[1:], &cfg, stderr)
+		if err != nil {
+			return err
+		}
+		return runner.Load(ctx, cfg, c, stdout, stderr)
 	}
 	fmt.Fprintln(stderr, "Usage: hindsight "+benchUsage)
 	return &usageError{fmt.Sprintf("unknown bench %q (relevance, load or ingest)", args[0])}
 }
 
-// benchServer starts a Hindsight on a loopback port over a fresh data
-// directory dir, with a user "bench" and its key, and rate limiting off (the
-// bench measures capacity, not policy). configure, when not nil, adjusts the
-// server configuration first (the embedder and vector store). The returned
-// stop closes it.
-func benchServer(ctx context.Context, dir string, log zerolog.Logger, configure func(*serveConfig) error) (*bench.Client, *app, func(), error) {
-	cfg := serveConfig{Data: dir, Limits: ingest.DefaultLimits()}
-	if configure != nil {
-		if err := configure(&cfg); err != nil {
-			return nil, nil, nil, err
+func parseBenchRelevance(args []string, cfg *config.Config, stderr io.Writer) (runner.RelevanceConfig, error) {
+	var c runner.RelevanceConfig
+	fs := newFlags("bench relevance", "bench relevance --dataset DIR [flags]", stderr)
+	ld := config.NewLoader(fs, os.LookupEnv)
+	ld.Semantic(cfg)
+	fs.StringVar(&c.Dataset, "dataset", "", "BEIR-layout directory: corpus.jsonl[.gz], queries.jsonl, qrels/*.tsv (required)")
+	modes := fs.String("modes", "", "comma-separated Hindsight modes: fulltext, semantic, hybrid (default: fulltext, plus semantic and hybrid when an embedder is configured)")
+	peers := fs.String("peers", bench.FTS5Name, "comma-separated peers run on the same documents: "+strings.Join(runner.KnownPeers, ", ")+
+		", or none; the Weaviate peers use WEAVIATE_URL, else start the pinned weaviate-server (make weaviate)")
+	fs.StringVar(&c.Vectors.Embedder, "embedder", cmp.Or(cfg.Semantic.Embedder, "auto"), "embedder for semantic and hybrid: auto (as serve chooses), none, local, openai (env HINDSIGHT_EMBEDDER)")
+	fs.StringVar(&c.Vectors.Store, "store", "embedded", "Hindsight's vector store: embedded or weaviate (needs WEAVIATE_URL)")
+	fs.Var(runner.SweepFlag{Params: &c.Sweeps}, "sweep", "sweep a setting over values, e.g. rrf.k=10,30,60 (repeatable: the grid is every combination); sweepable: depth, rrf.k, rrf.w, title.boost")
+	fs.StringVar(&c.SweepMode, "sweep-mode", "", "mode the sweep measures (default: hybrid when an embedder is configured, else fulltext)")
+	fs.IntVar(&c.SweepLimit, "sweep-limit", 20, "results per query during the sweep (the API's default page); per-leg depths below it have no effect")
+	fs.StringVar(&c.Baseline, "baseline", "", "result.json of an earlier run: print per-mode deltas with paired significance")
+	fs.StringVar(&c.Split, "split", "", "qrels file to use (test, dev, train...); default: test, then dev, then train")
+	fs.IntVar(&c.MaxDocs, "max-docs", 0, "use a slice of at most N documents holding every judged document of the kept queries (0 = all)")
+	fs.IntVar(&c.MaxQueries, "max-queries", 0, "use at most N queries (0 = all)")
+	fs.StringVar(&c.Via, "via", "inprocess", "run Hindsight's queries in-process (ranking engine) or over HTTP (full API path)")
+	fs.StringVar(&c.Out, "out", "", "directory for report.md, charts, result.json and perquery.jsonl (default: a new temp dir, printed)")
+	fs.BoolVar(&c.JSON, "json", false, "print only the JSON result (no table, no progress)")
+	fs.Uint64Var(&c.Seed, "seed", 1, "seed of the randomisation tests")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return c, err
+	}
+	if err := ld.Err(); err != nil {
+		return c, &usageError{err.Error()}
+	}
+	if len(pos) > 0 {
+		return c, &usageError{fmt.Sprintf("bench relevance takes no arguments, got %q", pos)}
+	}
+	if c.Dataset == "" {
+		return c, &usageError{"--dataset is required"}
+	}
+	if c.Via != "inprocess" && c.Via != "http" {
+		return c, &usageError{"--via must be inprocess or http"}
+	}
+	if c.MaxDocs < 0 || c.MaxQueries < 0 {
+		return c, &usageError{"--max-docs and --max-queries must not be negative"}
+	}
+	if c.SweepLimit < 10 {
+		return c, &usageError{"--sweep-limit must be at least 10 (nDCG@10 needs 10 results)"}
+	}
+	if err := c.Vectors.Validate(); err != nil {
+		return c, &usageError{err.Error()}
+	}
+	if strings.TrimSpace(*modes) != "" {
+		for _, m := range strings.Split(*modes, ",") {
+			m = strings.TrimSpace(m)
+			if _, err := ranking.ParseMode(m); err != nil || m == "" {
+				return c, &usageError{fmt.Sprintf("unknown mode %q (fulltext, semantic, hybrid)", m)}
+			}
+			if !slices.Contains(c.Modes, m) {
+				c.Modes = append(c.Modes, m)
+			}
 		}
 	}
-	a, err := buildApp(ctx, cfg, log)
-	if err != nil {
-		return nil, nil, nil, err
+	if c.SweepMode != "" {
+		if _, err := ranking.ParseMode(c.SweepMode); err != nil {
+			return c, &usageError{fmt.Sprintf("--sweep-mode: unknown mode %q", c.SweepMode)}
+		}
 	}
-	if _, err := a.accounts.CreateUser(ctx, "bench"); err != nil {
-		a.Close(ctx)
-		return nil, nil, nil, err
+	if c.Peers, err = runner.ParsePeers(*peers); err != nil {
+		return c, &usageError{err.Error()}
 	}
-	key, _, err := a.accounts.CreateKey(ctx, "bench", "bench")
-	if err != nil {
-		a.Close(ctx)
-		return nil, nil, nil, err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		a.Close(ctx)
-		return nil, nil, nil, err
-	}
-	srv := &http.Server{Handler: a.handler}
-	go srv.Serve(ln)
-	bgCtx, stopBg := context.WithCancel(context.Background())
-	bgDone := make(chan struct{})
-	go func() {
-		defer close(bgDone)
-		a.start(bgCtx)
-	}()
-	c := &bench.Client{URL: "http://" + ln.Addr().String(), Key: key, HTTP: &http.Client{
-		Timeout:   2 * time.Minute,
-		Transport: &http.Transport{MaxIdleConnsPerHost: 256},
-	}}
-	stop := func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		srv.Shutdown(sctx)
-		stopBg()
-		<-bgDone
-		a.Close(sctx)
-	}
-	return c, a, stop, nil
+	c.Command = runner.CommandLine(append([]string{"hindsight", "bench", "relevance"}, args...))
+	return c, nil
 }
 
-func benchIngest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("bench ingest", benchUsage, stderr)
-	var o bench.IngestOptions
-	fs.IntVar(&o.BatchMessages, "batch-messages", 50_000, "messages sent in the batch phase")
-	fs.IntVar(&o.BatchSize, "batch-size", 500, "messages per /sync/batch")
-	fs.IntVar(&o.Singles, "singles", 20_000, "single-message POSTs in the single phase")
-	fs.IntVar(&o.Concurrency, "concurrency", 32, "concurrent clients in the single phase")
-	fs.Uint64Var(&o.Seed, "seed", 1, "generator seed (same seed, same traffic)")
-	asJSON := fs.Bool("json", false, "print one JSON object instead of the table and progress")
-	dirFlag := fs.String("dir", "", "scratch directory on the disk to measure (default: a temp dir)")
+func parseBenchLoad(args []string, cfg *config.Config, stderr io.Writer) (runner.LoadConfig, error) {
+	c := runner.LoadConfig{Command: runner.CommandLine(append([]string{"hindsight", "bench", "load"}, args...))}
+	fs := newFlags("bench load", "bench load --sessions N [flags]", stderr)
+	ld := config.NewLoader(fs, os.LookupEnv)
+	ld.Semantic(cfg)
+	sessions := fs.Int("sessions", 10_000, "sessions to generate")
+	fs.IntVar(&c.Messages, "messages", 20, "mean messages per session (long-tailed)")
+	fs.IntVar(&c.Concurrency, "concurrency", 8, "concurrent sync clients")
+	fs.IntVar(&c.Users, "users", 4, "users the sessions are spread over")
+	fs.IntVar(&c.Queries, "queries", 300, "queries per mode and path")
+	fs.Uint64Var(&c.Seed, "seed", 1, "generator seed (same seed, same sessions)")
+	grow := fs.String("grow", "", "comma-separated sizes to measure in turn, e.g. 10000,30000,100000,300000 (overrides --sessions)")
+	modes := fs.String("modes", "fulltext", "search modes to time: fulltext, semantic, hybrid (the last two need --embedder)")
+	fs.StringVar(&c.Vectors.Embedder, "embedder", "none", "embedder: none, local, openai or auto; embedding a large generated set takes long (the offline model embeds a few dozen windows a second)")
+	fs.StringVar(&c.Vectors.Store, "store", "embedded", "vector store: embedded or weaviate (needs WEAVIATE_URL)")
+	fs.BoolVar(&c.SkipRebuild, "skip-rebuild", false, "do not time a full index rebuild at each step")
+	fs.BoolVar(&c.JSON, "json", false, "print only JSON")
+	fs.StringVar(&c.Out, "out", "", "directory for report.md, growth charts and result.json")
 	if _, err := parse(fs, args); err != nil {
-		return err
+		return c, err
 	}
-	dir := *dirFlag
-	if dir == "" {
-		d, err := os.MkdirTemp("", "hindsight-bench-")
-		if err != nil {
-			return err
+	if err := ld.Err(); err != nil {
+		return c, &usageError{err.Error()}
+	}
+	c.Sizes = []int{*sessions}
+	if *grow != "" {
+		c.Sizes = nil
+		for _, f := range strings.Split(*grow, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n <= 0 || (len(c.Sizes) > 0 && n <= c.Sizes[len(c.Sizes)-1]) {
+				return c, &usageError{"--grow takes increasing positive sizes, e.g. 10000,30000,100000"}
+			}
+			c.Sizes = append(c.Sizes, n)
 		}
-		defer os.RemoveAll(d)
-		dir = d
 	}
-	if !*asJSON {
-		o.Progress = stderr
+	if c.Users < 1 {
+		return c, &usageError{"--users must be at least 1"}
 	}
-	c, a, stop, err := benchServer(ctx, dir+"/data", zerolog.Nop(), func(cfg *serveConfig) error {
-		return applyVectors(cfg, benchVectorConfig{Embedder: "none", Store: "embedded"}) // measure the write path and full-text indexing
-	})
-	if err != nil {
-		return err
+	if err := c.Vectors.Validate(); err != nil {
+		return c, &usageError{err.Error()}
 	}
-	defer stop()
-	o.Indexer = &bench.Indexer{Lags: a.pipeline.Lags, WaitIdle: a.pipeline.WaitIdle, Pending: outboxDepth(a.store)}
-	res, err := bench.RunIngest(ctx, c, dir, o)
-	if err != nil {
-		return fmt.Errorf("bench ingest: %w", err)
+	for _, m := range strings.Split(*modes, ",") {
+		m = strings.TrimSpace(m)
+		if _, err := ranking.ParseMode(m); err != nil {
+			return c, &usageError{err.Error()}
+		}
+		c.Modes = append(c.Modes, m)
 	}
-	if *asJSON {
-		return json.NewEncoder(stdout).Encode(res)
-	}
-	bench.PrintIngest(stdout, res)
-	return nil
+	return c, nil
+}
+
+func parseBenchIngest(args []string, stderr io.Writer) (runner.IngestConfig, error) {
+	var c runner.IngestConfig
+	fs := newFlags("bench ingest", benchUsage, stderr)
+	fs.IntVar(&c.BatchMessages, "batch-messages", 50_000, "messages sent in the batch phase")
+	fs.IntVar(&c.BatchSize, "batch-size", 500, "messages per /sync/batch")
+	fs.IntVar(&c.Singles, "singles", 20_000, "single-message POSTs in the single phase")
+	fs.IntVar(&c.Concurrency, "concurrency", 32, "concurrent clients in the single phase")
+	fs.Uint64Var(&c.Seed, "seed", 1, "generator seed (same seed, same traffic)")
+	fs.BoolVar(&c.JSON, "json", false, "print one JSON object instead of the table and progress")
+	fs.StringVar(&c.Dir, "dir", "", "scratch directory on the disk to measure (default: a temp dir)")
+	_, err := parse(fs, args)
+	return c, err
 }

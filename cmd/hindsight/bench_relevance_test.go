@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hindsight-dev/hindsight/bench"
+	"github.com/hindsight-dev/hindsight/config"
 	"github.com/hindsight-dev/hindsight/index"
 	"github.com/hindsight-dev/hindsight/vectors/weaviate/weaviatetest"
 )
@@ -370,7 +370,7 @@ func TestBenchRelevanceFlags(t *testing.T) {
 		{[]string{"--dataset", "x", "extra"}, "takes no arguments"},
 	}
 	for _, tt := range tests {
-		_, err := parseBenchRelevance(tt.args, &bytes.Buffer{})
+		_, err := parseBenchRelevance(tt.args, &config.Config{}, &bytes.Buffer{})
 		var ue *usageError
 		if !errors.As(err, &ue) || !strings.Contains(err.Error(), tt.wantErr) {
 			t.Errorf("%v: err = %v, want a usage error containing %q", tt.args, err, tt.wantErr)
@@ -378,7 +378,7 @@ func TestBenchRelevanceFlags(t *testing.T) {
 	}
 
 	c, err := parseBenchRelevance([]string{"--dataset", "d", "--peers", "sqlite-fts5,weaviate-hybrid", "--sweep", "title.boost=1,2",
-		"--sweep", "rrf.k=10,60", "--modes", "fulltext,hybrid,fulltext"}, &bytes.Buffer{})
+		"--sweep", "rrf.k=10,60", "--modes", "fulltext,hybrid,fulltext"}, &config.Config{}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -413,50 +413,5 @@ func TestBenchRelevanceRefusals(t *testing.T) {
 	err = run(ctx, []string{"bench", "relevance", "--dataset", dir, "--embedder", "none", "--modes", "semantic", "--json"}, &bytes.Buffer{}, &stderr)
 	if err == nil || !strings.Contains(err.Error(), "needs an embedder") {
 		t.Errorf("semantic without an embedder: err = %v", err)
-	}
-}
-
-// countingEmbedder is a working embedder: the vector of a text is its
-// length; it counts the texts it was asked for.
-type countingEmbedder struct{ texts int }
-
-func (e *countingEmbedder) Embed(_ context.Context, texts []string) ([][]float32, error) {
-	e.texts += len(texts)
-	out := make([][]float32, len(texts))
-	for i, t := range texts {
-		out[i] = []float32{float32(len(t)), 1}
-	}
-	return out, nil
-}
-
-func TestCachedEmbedder(t *testing.T) {
-	inner := &countingEmbedder{}
-	c := &cachedEmbedder{e: inner, m: map[string][]float32{}}
-	ds := &bench.Dataset{Queries: []bench.Query{{ID: "1", Text: "a"}, {ID: "2", Text: "bb"}, {ID: "3", Text: "a"}}}
-	if err := c.warm(context.Background(), ds, nil); err != nil {
-		t.Fatal(err)
-	}
-	if inner.texts != 2 {
-		t.Errorf("warm embedded %d texts, want 2 (a repeated query once)", inner.texts)
-	}
-	got, err := c.Embed(context.Background(), []string{"bb", "ccc", "a"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if inner.texts != 3 {
-		t.Errorf("%d texts embedded in all, want 3: only ccc is new", inner.texts)
-	}
-	for i, want := range []float32{2, 3, 1} {
-		if got[i][0] != want {
-			t.Errorf("vector %d = %v, want length %v", i, got[i], want)
-		}
-	}
-}
-
-func TestCommandLine(t *testing.T) {
-	got := commandLine([]string{"hindsight", "bench", "--dataset", "my data", "--sweep", "rrf.k=1,2", "it's", ""})
-	want := `hindsight bench --dataset 'my data' --sweep rrf.k=1,2 'it'\''s' ''`
-	if got != want {
-		t.Errorf("commandLine = %s, want %s", got, want)
 	}
 }

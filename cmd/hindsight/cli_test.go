@@ -2,6 +2,7 @@ package main
 
 import (
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -99,5 +100,38 @@ func TestKeysThroughRunningServer(t *testing.T) {
 	}
 	if code := get(); code != http.StatusUnauthorized {
 		t.Fatalf("revoked key: status %d, want 401", code)
+	}
+}
+
+// A malformed setting stops the command before it starts, with exit status
+// 2 and a message naming the variable or flag and what it accepts.
+func TestBadConfigurationIsAUsageError(t *testing.T) {
+	for _, tc := range []struct {
+		env        map[string]string
+		args       []string
+		name, want string
+	}{
+		{map[string]string{"HINDSIGHT_RATE_LIMIT": "2OO"}, []string{"serve"}, "HINDSIGHT_RATE_LIMIT", "a number of requests per second"},
+		{map[string]string{"HINDSIGHT_MAX_BODY_BYTES": "1k"}, []string{"serve"}, "HINDSIGHT_MAX_BODY_BYTES", "at least 1024"},
+		{map[string]string{"HINDSIGHT_EMBEDDER": "bert"}, []string{"serve"}, "HINDSIGHT_EMBEDDER", "openai, local, none"},
+		{map[string]string{"HINDSIGHT_EMBEDDER": "bert"}, []string{"reembed"}, "HINDSIGHT_EMBEDDER", "openai, local, none"},
+		{map[string]string{"HINDSIGHT_RRF_K": "x"}, []string{"bench", "relevance", "--dataset", "d"}, "HINDSIGHT_RRF_K", "positive number"},
+		{nil, []string{"serve", "--rate-limit", "2OO"}, "-rate-limit", "a number of requests per second"},
+		{nil, []string{"serve", "--log-format", "xml"}, "-log-format", "console, json"},
+	} {
+		for k, v := range tc.env {
+			t.Setenv(k, v)
+		}
+		args := tc.args
+		if args[0] != "bench" {
+			args = append(args, "--data", t.TempDir())
+		}
+		_, err := runCmd(t, args...)
+		if err == nil || exitCode(err) != 2 || !strings.Contains(err.Error(), tc.name) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v %q: err = %v, want exit 2 naming %s and %q", tc.env, tc.args, err, tc.name, tc.want)
+		}
+		for k := range tc.env {
+			os.Unsetenv(k)
+		}
 	}
 }

@@ -255,7 +255,7 @@ func TestDashboardBrowser(t *testing.T) {
 	requireChromium(t)
 	ta := newDashboardApp(t)
 	ctx := context.Background()
-	link, err := ta.app.dash.SetupLink(ctx)
+	link, err := ta.app.Dashboard.SetupLink(ctx)
 	if err != nil || link == "" {
 		t.Fatalf("setup link: %q %v", link, err)
 	}

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/hindsight-dev/hindsight/accounts"
+	"github.com/hindsight-dev/hindsight/config"
 	"github.com/hindsight-dev/hindsight/kv"
 )
 
@@ -22,7 +23,7 @@ import (
 // default cost takes seconds under the race detector).
 func newDashboardApp(t *testing.T) *testApp {
 	t.Helper()
-	return newTestAppConfig(t, serveConfig{Data: t.TempDir(), bcryptCost: bcrypt.MinCost})
+	return newTestAppConfig(t, config.Config{Data: t.TempDir(), BcryptCost: bcrypt.MinCost})
 }
 
 func noRedirects(jar http.CookieJar) *http.Client {
@@ -47,7 +48,7 @@ func webSignIn(t *testing.T, base, name, password string) *http.Client {
 func TestDashboardRoutesBesideTheAPI(t *testing.T) {
 	ta := newDashboardApp(t)
 	key := ta.key("alice")
-	web := accounts.NewWeb(ta.app.store, accounts.WebOptions{BcryptCost: bcrypt.MinCost})
+	web := accounts.NewWeb(ta.app.Store, accounts.WebOptions{BcryptCost: bcrypt.MinCost})
 	if err := web.SetPassword(context.Background(), "alice", "alice password"); err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +106,7 @@ func TestDashboardRoutesBesideTheAPI(t *testing.T) {
 	// A session labelled in the dashboard shows its labels in the API.
 	ta.batch(key, map[string]any{"sessions": []any{map[string]any{"externalId": "s1", "title": "labelled"}}})
 	var sid string
-	ta.app.store.View(context.Background(), func(tx *kv.Tx) error {
+	ta.app.Store.View(context.Background(), func(tx *kv.Tx) error {
 		u, _ := tx.UserByName("alice")
 		sid, _ = tx.SessionIDByExternal(u.ID, "s1")
 		return nil

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hindsight-dev/hindsight/config"
 	"github.com/hindsight-dev/hindsight/kv"
 	"github.com/hindsight-dev/hindsight/vectors/openaitest"
 	"github.com/hindsight-dev/hindsight/vectors/weaviate/weaviatetest"
@@ -80,13 +81,13 @@ func TestDeleteRemovesEveryTrace(t *testing.T) {
 	// The background purge removes the records; the index holds nothing of it.
 	waitFor(t, func() bool {
 		var left int
-		ta.app.store.View(context.Background(), func(tx *kv.Tx) error {
+		ta.app.Store.View(context.Background(), func(tx *kv.Tx) error {
 			left = tx.PendingPurges()
 			return nil
 		})
 		return left == 0
 	})
-	ta.app.store.View(context.Background(), func(tx *kv.Tx) error {
+	ta.app.Store.View(context.Background(), func(tx *kv.Tx) error {
 		u, _ := tx.UserByName("alice")
 		n := 0
 		tx.Messages(u.ID, victim.ID, func(kv.Message) error { n++; return nil })
@@ -95,7 +96,7 @@ func TestDeleteRemovesEveryTrace(t *testing.T) {
 		}
 		return nil
 	})
-	if s, c, _ := ta.app.index.Count(context.Background()); s != 2 || c != 2*30 {
+	if s, c, _ := ta.app.Index.Count(context.Background()); s != 2 || c != 2*30 {
 		t.Errorf("index holds %d sessions, %d chunks after deleting 1 of 3", s, c)
 	}
 	// Re-syncing the same externalId makes a new session, not a resurrection.
@@ -119,10 +120,10 @@ func TestDeleteRemovesEveryTrace(t *testing.T) {
 		}
 	}
 	waitFor(t, func() bool {
-		s, _, _ := ta.app.index.Count(context.Background())
+		s, _, _ := ta.app.Index.Count(context.Background())
 		return s == 0
 	})
-	if err := ta.app.store.Check(); err != nil {
+	if err := ta.app.Store.Check(); err != nil {
 		t.Errorf("store invariants after deletions: %v", err)
 	}
 }
@@ -143,7 +144,7 @@ func TestDeleteRemovesVectors(t *testing.T) {
 	for _, store := range []string{"embedded", "weaviate"} {
 		t.Run(store, func(t *testing.T) {
 			fake := openaitest.New(t, openaitest.Options{Dim: 1536})
-			cfg := semanticConfig{Embedder: "openai", OpenAIKey: "sk-test", OpenAIBaseURL: fake.URL(), OpenAIModel: "text-embedding-3-small"}
+			cfg := config.Semantic{Embedder: "openai", OpenAIKey: "sk-test", OpenAIBaseURL: fake.URL(), OpenAIModel: "text-embedding-3-small"}
 			if store == "weaviate" {
 				cfg.WeaviateURL = weaviatetest.Start(t).URL
 			}
@@ -152,14 +153,14 @@ func TestDeleteRemovesVectors(t *testing.T) {
 			ta.batch(key, sessionBatch(3, 4, "vector text"))
 			ta.idle()
 			ctx := context.Background()
-			u, _ := ta.app.accounts.User(ctx, "alice")
+			u, _ := ta.app.Accounts.User(ctx, "alice")
 			var list struct {
 				Sessions []struct{ ID, ExternalID string }
 			}
 			_, b := ta.do(http.MethodGet, key, "/api/sessions", nil)
 			json.Unmarshal(b, &list)
 			victim := list.Sessions[0]
-			vs := ta.app.semantic.store
+			vs := ta.app.Semantic.Store
 			if h, err := vs.Hashes(ctx, u.ID, victim.ID); err != nil || len(h) == 0 {
 				t.Fatalf("no vectors stored before deletion: %v %v", h, err)
 			}

@@ -7,16 +7,20 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/hindsight-dev/hindsight/config"
 )
 
 // cmdHealthcheck exits 0 when the server at --addr answers /health: the
 // container image has no shell tools, so its HEALTHCHECK runs the binary.
 func cmdHealthcheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("healthcheck", "healthcheck [--addr HOST:PORT]", stderr)
-	addr := fs.String("addr", env("HINDSIGHT_ADDR", "127.0.0.1:7420"), "address the server listens on (env HINDSIGHT_ADDR)")
-	if _, err := parse(fs, args); err != nil {
+	cfg := config.Default()
+	if _, err := loadFlags(newFlags("healthcheck", "healthcheck [--addr HOST:PORT]", stderr), args, func(ld *config.Loader) {
+		ld.Addr(&cfg, "address the server listens on")
+	}); err != nil {
 		return err
 	}
+	addr := &cfg.Addr
 	host, port, err := net.SplitHostPort(*addr)
 	if err != nil {
 		return &usageError{fmt.Sprintf("--addr %q: %v", *addr, err)}

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hindsight-dev/hindsight/config"
 	"github.com/hindsight-dev/hindsight/importer"
 )
 
@@ -24,18 +25,17 @@ const importUsage = `import claude-code [DIR] [flags]   DIR defaults to ~/.claud
 
 // importConfig is what import reads from flags and the environment.
 type importConfig struct {
-	Kind        string
-	Dir         string
-	Server      string
-	Key         string `json:"-"` // a secret: never printed
-	Concurrency int
-	MaxPart     int
-	Singles     bool
-	Quiet       bool
+	config.Config // ServerURL, APIKey (a secret: never printed), XDGDataHome
+	Kind          string
+	Dir           string
+	Concurrency   int
+	MaxPart       int
+	Singles       bool
+	Quiet         bool
 }
 
 func parseImport(args []string, stderr io.Writer) (importConfig, error) {
-	var c importConfig
+	c := importConfig{Config: config.Default()}
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		fmt.Fprintln(stderr, "Usage: hindsight "+importUsage)
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
@@ -49,20 +49,24 @@ func parseImport(args []string, stderr io.Writer) (importConfig, error) {
 		return c, &usageError{fmt.Sprintf("unknown import source %q (claude-code or opencode)", c.Kind)}
 	}
 	fs := newFlags("import "+c.Kind, "import "+c.Kind+" [DIR] [flags]", stderr)
-	fs.StringVar(&c.Server, "server", env("HINDSIGHT_URL", "http://"+env("HINDSIGHT_ADDR", "127.0.0.1:7420")), "Hindsight server URL (env HINDSIGHT_URL)")
-	// The key's default is read after parsing so that --help never prints it.
-	fs.StringVar(&c.Key, "key", "", "API key, osk_... (env HINDSIGHT_API_KEY)")
 	fs.IntVar(&c.Concurrency, "concurrency", 4, "sessions uploaded at once")
 	fs.IntVar(&c.MaxPart, "max-part-bytes", importer.DefaultMaxPartBytes, "longest part (tool output, text) kept; longer is cut with a note")
 	fs.BoolVar(&c.Singles, "singles", false, "one request per message even if the server offers date-keeping batches")
 	fs.BoolVar(&c.Quiet, "quiet", false, "no progress bar")
+	ld := config.NewLoader(fs, os.LookupEnv)
+	ld.Client(&c.Config)
 	pos, err := parse(fs, args[1:])
 	if err != nil {
 		return c, err
 	}
+	if err := ld.Err(); err != nil {
+		return c, &usageError{err.Error()}
+	}
+	// The key is read after parsing so that --help never prints it.
+	ld.APIKey(&c.Config)
 	switch len(pos) {
 	case 0:
-		if c.Dir, err = defaultImportDir(c.Kind); err != nil {
+		if c.Dir, err = defaultImportDir(c.Kind, c.XDGDataHome); err != nil {
 			return c, err
 		}
 	case 1:
@@ -70,14 +74,11 @@ func parseImport(args []string, stderr io.Writer) (importConfig, error) {
 	default:
 		return c, &usageError{fmt.Sprintf("import %s takes one directory, got %q", c.Kind, pos)}
 	}
-	if c.Key == "" {
-		c.Key = env("HINDSIGHT_API_KEY", "")
-	}
-	if c.Key == "" {
+	if c.APIKey == "" {
 		return c, &usageError{"an API key is needed: pass --key or set HINDSIGHT_API_KEY (create one with: hindsight keys create --user NAME)"}
 	}
-	if !strings.HasPrefix(c.Server, "http://") && !strings.HasPrefix(c.Server, "https://") {
-		return c, &usageError{fmt.Sprintf("--server must be an http:// or https:// URL, got %q", c.Server)}
+	if !strings.HasPrefix(c.ServerURL, "http://") && !strings.HasPrefix(c.ServerURL, "https://") {
+		return c, &usageError{fmt.Sprintf("--server must be an http:// or https:// URL, got %q", c.ServerURL)}
 	}
 	if c.Concurrency < 1 || c.MaxPart < 1024 {
 		return c, &usageError{"--concurrency must be at least 1 and --max-part-bytes at least 1024"}
@@ -85,7 +86,7 @@ func parseImport(args []string, stderr io.Writer) (importConfig, error) {
 	return c, nil
 }
 
-func defaultImportDir(kind string) (string, error) {
+func defaultImportDir(kind, xdgDataHome string) (string, error) {
 	home, err := os.UserHomeDir()
 	if err != nil {
 		return "", fmt.Errorf("no home directory to find the %s history in (pass DIR): %w", kind, err)
@@ -93,8 +94,10 @@ func defaultImportDir(kind string) (string, error) {
 	if kind == "claude-code" {
 		return filepath.Join(home, ".claude", "projects"), nil
 	}
-	data := env("XDG_DATA_HOME", filepath.Join(home, ".local", "share"))
-	return filepath.Join(data, "opencode"), nil
+	if xdgDataHome == "" {
+		xdgDataHome = filepath.Join(home, ".local", "share")
+	}
+	return filepath.Join(xdgDataHome, "opencode"), nil
 }
 
 func cmdImport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -112,8 +115,8 @@ func cmdImport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "Found %d %s sessions in %s; uploading to %s\n", len(items), c.Kind, c.Dir, c.Server)
-	client := &importer.Client{URL: c.Server, Key: c.Key, HTTP: &http.Client{
+	fmt.Fprintf(stdout, "Found %d %s sessions in %s; uploading to %s\n", len(items), c.Kind, c.Dir, c.ServerURL)
+	client := &importer.Client{URL: c.ServerURL, Key: c.APIKey, HTTP: &http.Client{
 		Timeout:   2 * time.Minute,
 		Transport: &http.Transport{MaxIdleConnsPerHost: c.Concurrency, Proxy: http.ProxyFromEnvironment},
 	}}

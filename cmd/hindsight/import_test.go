@@ -562,7 +562,7 @@ func TestImportRetriesAndReportsFailures(t *testing.T) {
 	projects := filepath.Join(importFixture(t, "claude-code"), "projects")
 	ta := newTestApp(t, t.TempDir())
 	key := ta.key("erin")
-	f := &faulty{next: ta.app.handler, refuse: `"externalId":"a-3"`, retry: `"externalId":"a-1"`, flaky: 2}
+	f := &faulty{next: ta.app.Handler(), refuse: `"externalId":"a-3"`, retry: `"externalId":"a-1"`, flaky: 2}
 	flakySrv := httptest.NewServer(f)
 	defer flakySrv.Close()
 

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
+
+	"github.com/hindsight-dev/hindsight/admin"
+	"github.com/hindsight-dev/hindsight/config"
 )
 
 const keysUsage = `keys create --user NAME [--label TEXT] [--data DIR]   issue a key (printed once, last line of stdout)
@@ -16,11 +19,11 @@ func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintln(stderr, "Usage: hindsight "+keysUsage)
 		return &usageError{"keys needs a subcommand: create, list or revoke"}
 	}
+	cfg := config.Default()
 	fs := newFlags("keys", keysUsage, stderr)
-	data := dataFlag(fs)
 	user := fs.String("user", "", "user name")
 	label := fs.String("label", "", "a label to recognise the key by (create)")
-	pos, err := parse(fs, args[1:])
+	pos, err := loadFlags(fs, args[1:], func(ld *config.Loader) { ld.Data(&cfg) })
 	if err != nil {
 		return err
 	}
@@ -29,7 +32,7 @@ func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if *user == "" || len(pos) != 0 {
 			return &usageError{"usage: hindsight keys create --user NAME [--label TEXT]"}
 		}
-		return withAdmin(ctx, *data, func(ops adminOps) error {
+		return admin.With(ctx, cfg.Data, passwordCost, func(ops admin.Ops) error {
 			key, rec, err := ops.CreateKey(ctx, *user, *label)
 			if err != nil {
 				return err
@@ -41,7 +44,7 @@ func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if *user == "" || len(pos) != 0 {
 			return &usageError{"usage: hindsight keys list --user NAME"}
 		}
-		return withAdmin(ctx, *data, func(ops adminOps) error {
+		return admin.With(ctx, cfg.Data, passwordCost, func(ops admin.Ops) error {
 			ks, err := ops.Keys(ctx, *user)
 			if err != nil {
 				return err
@@ -61,7 +64,7 @@ func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if len(pos) != 1 {
 			return &usageError{"usage: hindsight keys revoke PREFIX"}
 		}
-		return withAdmin(ctx, *data, func(ops adminOps) error {
+		return admin.With(ctx, cfg.Data, passwordCost, func(ops admin.Ops) error {
 			k, err := ops.Revoke(ctx, pos[0])
 			if err != nil {
 				return fmt.Errorf("revoke: %w", err)

@@ -9,45 +9,46 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hindsight-dev/hindsight/config"
 	"github.com/hindsight-dev/hindsight/mcpd"
 )
 
 // cmdMCP: `hindsight mcp` is an MCP server on stdin/stdout for assistants
 // that launch one, answering through a running server's REST API with the
 // importer's variables (HINDSIGHT_URL, HINDSIGHT_API_KEY). stdout carries
-// nothing but the protocol; logs go to stderr.
+// nothing but the protocol; logs go to stderr, as JSON.
 func cmdMCP(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg := config.Default()
+	cfg.LogLevel = "warn" // stderr of an assistant's child process: quiet unless asked
 	fs := newFlags("mcp", "mcp [--server URL] [--key KEY]", stderr)
-	server := fs.String("server", env("HINDSIGHT_URL", "http://"+env("HINDSIGHT_ADDR", "127.0.0.1:7420")), "Hindsight server URL (env HINDSIGHT_URL)")
-	// The key's default is read after parsing so that --help never prints it.
-	key := fs.String("key", "", "API key, osk_... (env HINDSIGHT_API_KEY)")
-	level := fs.String("log-level", env("HINDSIGHT_LOG_LEVEL", "warn"), "log level on stderr: debug, info, warn, error (env HINDSIGHT_LOG_LEVEL)")
+	ld := config.NewLoader(fs, os.LookupEnv)
+	ld.Client(&cfg)
+	ld.LogLevel(&cfg)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
+	if err := ld.Err(); err != nil {
+		return &usageError{err.Error()}
+	}
 	if len(pos) > 0 {
 		return &usageError{fmt.Sprintf("mcp takes no arguments, got %q", pos)}
 	}
-	if *key == "" {
-		*key = env("HINDSIGHT_API_KEY", "")
-	}
-	if *key == "" {
+	// The key is read after parsing so that --help never prints it.
+	ld.APIKey(&cfg)
+	if cfg.APIKey == "" {
 		return &usageError{"an API key is needed: set HINDSIGHT_API_KEY (or pass --key); create one with: hindsight keys create --user NAME"}
 	}
-	if !strings.HasPrefix(*server, "http://") && !strings.HasPrefix(*server, "https://") {
-		return &usageError{fmt.Sprintf("the server must be an http:// or https:// URL (HINDSIGHT_URL), got %q", *server)}
+	if !strings.HasPrefix(cfg.ServerURL, "http://") && !strings.HasPrefix(cfg.ServerURL, "https://") {
+		return &usageError{fmt.Sprintf("the server must be an http:// or https:// URL (HINDSIGHT_URL), got %q", cfg.ServerURL)}
 	}
-	log, err := newLogger("json", *level, stderr)
-	if err != nil {
-		return err
-	}
+	log := newLogger("json", cfg.LogLevel, stderr)
 	out, ok := stdout.(io.WriteCloser)
 	if !ok {
 		out = nopWriteCloser{stdout}
 	}
-	log.Info().Str("server", *server).Msg("serving MCP on stdio")
-	b := mcpd.NewRemote(*server, *key, &http.Client{Timeout: time.Minute})
+	log.Info().Str("server", cfg.ServerURL).Msg("serving MCP on stdio")
+	b := mcpd.NewRemote(cfg.ServerURL, cfg.APIKey, &http.Client{Timeout: time.Minute})
 	return mcpd.ServeStdio(ctx, b, os.Stdin, out, log, version)
 }
 

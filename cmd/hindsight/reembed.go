@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/hindsight-dev/hindsight/config"
 	"github.com/hindsight-dev/hindsight/ingest"
 	"github.com/hindsight-dev/hindsight/kv"
 	"github.com/hindsight-dev/hindsight/progress"
+	"github.com/hindsight-dev/hindsight/server"
 )
 
 // cmdReembed (re)builds every session's vectors with the configured embedder.
@@ -15,29 +17,30 @@ import (
 // resumable: vectors already written for the current model are kept by their
 // text hash, so an interrupted run picks up where it stopped.
 func cmdReembed(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("reembed", "reembed [--data DIR] [--embedder openai|local]", stderr)
-	data := dataFlag(fs)
-	cfg := semanticFromEnv()
-	fs.StringVar(&cfg.Embedder, "embedder", cfg.Embedder, "openai or local (env HINDSIGHT_EMBEDDER; default as for serve)")
-	if pos, err := parse(fs, args); err != nil {
+	cfg := config.Default()
+	if pos, err := loadFlags(newFlags("reembed", "reembed [--data DIR] [--embedder openai|local]", stderr), args, func(ld *config.Loader) {
+		ld.Data(&cfg)
+		ld.Semantic(&cfg)
+		ld.Embedder(&cfg, "openai or local; default as for serve")
+	}); err != nil {
 		return err
 	} else if len(pos) > 0 {
 		return &usageError{"reembed takes no arguments"}
 	}
-	st, err := openStore(*data)
+	st, err := server.OpenStore(cfg.Data)
 	if err != nil {
 		return fmt.Errorf("%w\nstop the server first", err)
 	}
 	defer st.Close()
-	sem, err := openSemanticWith(ctx, cfg, *data, true)
+	sem, err := server.OpenSemantic(ctx, cfg.Semantic, cfg.Data, true)
 	if err != nil {
 		return err
 	}
 	defer sem.Close()
-	if sem.stage == nil {
-		return fmt.Errorf("no embedder configured: %s", sem.describe)
+	if sem.Stage == nil {
+		return fmt.Errorf("no embedder configured: %s", sem.Describe)
 	}
-	fmt.Fprintf(stderr, "embedding with %s\n", sem.describe)
+	fmt.Fprintf(stderr, "embedding with %s\n", sem.Describe)
 	var refs [][2]string
 	if err := st.View(ctx, func(tx *kv.Tx) error {
 		users, err := tx.Users()
@@ -68,14 +71,14 @@ func cmdReembed(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if err != nil {
 			return err
 		}
-		if err := sem.stage.Process(ctx, docs); err != nil {
+		if err := sem.Stage.Process(ctx, docs); err != nil {
 			return fmt.Errorf("reembed (run it again to resume): %w", err)
 		}
 		bar.Set(min(i+step, len(refs)))
 	}
 	bar.Done()
-	embedded, kept := sem.stage.Counts()
-	u := sem.usage.Snapshot()
+	embedded, kept := sem.Stage.Counts()
+	u := sem.Usage.Snapshot()
 	fmt.Fprintf(stdout, "reembedded %d sessions: %d texts embedded, %d unchanged kept, %d tokens, $%.4f\n", len(refs), embedded, kept, u.Tokens+u.EstimatedTokens, u.CostUSD)
 	return nil
 }

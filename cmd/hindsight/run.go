@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
+
+	"github.com/hindsight-dev/hindsight/bench/runner"
+	"github.com/hindsight-dev/hindsight/config"
+	"github.com/hindsight-dev/hindsight/server"
 )
 
 const usage = `hindsight keeps your coding-assistant sessions and makes them searchable.
@@ -34,14 +37,6 @@ Run "hindsight COMMAND --help" for the flags of a command.
 type usageError struct{ msg string }
 
 func (e *usageError) Error() string { return e.msg }
-
-func exitCode(err error) int {
-	var ue *usageError
-	if errors.As(err, &ue) {
-		return 2
-	}
-	return 1
-}
 
 // run executes one hindsight command; stdout gets results, stderr progress and logs.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -91,7 +86,7 @@ func dispatch(ctx context.Context, cmd string, rest []string, stdout, stderr io.
 	return &usageError{fmt.Sprintf("unknown command %q", cmd)}
 }
 
-const version = "0.1.0-dev"
+const version = server.Version
 
 // newFlags returns a flag set that reports errors as usage errors and prints
 // its help to stderr.
@@ -125,14 +120,30 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-func env(name, def string) string {
-	if v, ok := os.LookupEnv(name); ok && strings.TrimSpace(v) != "" {
-		return v
+// exitCode is the process's exit status for err: 2 for a mistake in the
+// command line or the configuration, else 1.
+func exitCode(err error) int {
+	var ue *usageError
+	var ce *config.Error
+	var fe *runner.FlagError
+	if errors.As(err, &ue) || errors.As(err, &ce) || errors.As(err, &fe) {
+		return 2
 	}
-	return def
+	return 1
 }
 
-// dataFlag adds the --data flag every command shares.
-func dataFlag(fs *flag.FlagSet) *string {
-	return fs.String("data", env("HINDSIGHT_DATA", "./hindsight-data"), "data directory (env HINDSIGHT_DATA)")
+// loadFlags parses args with the settings bind registered on fs and
+// returns the positional arguments. A malformed flag or environment
+// variable is a usage error naming it.
+func loadFlags(fs *flag.FlagSet, args []string, bind func(*config.Loader)) ([]string, error) {
+	ld := config.NewLoader(fs, os.LookupEnv)
+	bind(ld)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	if err := ld.Err(); err != nil {
+		return nil, &usageError{err.Error()}
+	}
+	return pos, nil
 }

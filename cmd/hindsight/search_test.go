@@ -17,13 +17,16 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/hindsight-dev/hindsight/config"
+	"github.com/hindsight-dev/hindsight/server"
 )
 
 // testApp is a fully wired Hindsight (store, index, pipeline, API) on a
 // loopback httptest server.
 type testApp struct {
 	t    *testing.T
-	app  *app
+	app  *server.Server
 	srv  *httptest.Server
 	dir  string
 	stop func()
@@ -31,22 +34,22 @@ type testApp struct {
 
 func newTestApp(t *testing.T, dir string) *testApp {
 	t.Helper()
-	return newTestAppWith(t, dir, semanticConfig{Embedder: "none"})
+	return newTestAppWith(t, dir, config.Semantic{Embedder: "none"})
 }
 
 // newTestAppWith wires an app with the given embedder and vector store settings.
-func newTestAppWith(t *testing.T, dir string, sem semanticConfig) *testApp {
+func newTestAppWith(t *testing.T, dir string, sem config.Semantic) *testApp {
 	t.Helper()
-	return newTestAppConfig(t, serveConfig{Data: dir, Semantic: sem})
+	return newTestAppConfig(t, config.Config{Data: dir, Semantic: sem})
 }
 
 // newTestAppConfig wires an app for cfg, runs its background work, serves it
 // on loopback and stops it all at cleanup.
-func newTestAppConfig(t *testing.T, cfg serveConfig) *testApp {
+func newTestAppConfig(t *testing.T, cfg config.Config) *testApp {
 	t.Helper()
 	ctx := context.Background()
 	dir := cfg.Data
-	a, err := buildApp(ctx, cfg, zerolog.Nop())
+	a, err := server.New(ctx, cfg, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,9 +57,9 @@ func newTestAppConfig(t *testing.T, cfg serveConfig) *testApp {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		a.start(bg)
+		a.Background(bg)
 	}()
-	srv := httptest.NewServer(a.handler)
+	srv := httptest.NewServer(a.Handler())
 	ta := &testApp{t: t, app: a, srv: srv, dir: dir}
 	ta.stop = func() {
 		srv.Close()
@@ -82,10 +85,10 @@ func (ta *testApp) close() {
 func (ta *testApp) key(user string) string {
 	ta.t.Helper()
 	ctx := context.Background()
-	if _, err := ta.app.accounts.CreateUser(ctx, user); err != nil {
+	if _, err := ta.app.Accounts.CreateUser(ctx, user); err != nil {
 		ta.t.Fatal(err)
 	}
-	k, _, err := ta.app.accounts.CreateKey(ctx, user, "test")
+	k, _, err := ta.app.Accounts.CreateKey(ctx, user, "test")
 	if err != nil {
 		ta.t.Fatal(err)
 	}
@@ -151,7 +154,7 @@ func (ta *testApp) idle() {
 	ta.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := ta.app.pipeline.WaitIdle(ctx); err != nil {
+	if err := ta.app.Pipeline.WaitIdle(ctx); err != nil {
 		ta.t.Fatalf("pipeline did not drain: %v", err)
 	}
 }

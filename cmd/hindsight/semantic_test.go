@@ -11,13 +11,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hindsight-dev/hindsight/config"
+	"github.com/hindsight-dev/hindsight/server"
 	"github.com/hindsight-dev/hindsight/vectors/openaitest"
 )
 
 // openaiApp is an app whose embedder is the OpenAI-compatible server on loopback.
 func openaiApp(t *testing.T, dir string, fake *openaitest.Server, dim int) *testApp {
 	t.Helper()
-	return newTestAppWith(t, dir, semanticConfig{Embedder: "openai", OpenAIKey: "sk-test", OpenAIBaseURL: fake.URL(),
+	return newTestAppWith(t, dir, config.Semantic{Embedder: "openai", OpenAIKey: "sk-test", OpenAIBaseURL: fake.URL(),
 		OpenAIModel: "text-embedding-3-small", OpenAIDim: dim})
 }
 
@@ -90,7 +92,7 @@ func TestEmbeddingLifecycle(t *testing.T) {
 	if got := inputs - searches; got != 1 {
 		t.Errorf("growing a session by one message embedded %d texts, want 1", got)
 	}
-	if ta.app.semantic.usage.Snapshot().CostUSD <= 0 {
+	if ta.app.Semantic.Usage.Snapshot().CostUSD <= 0 {
 		t.Error("embedding cost was not counted")
 	}
 }
@@ -190,7 +192,7 @@ func TestModelChangeIsRefused(t *testing.T) {
 	ta.batch(key, sessionBatch(3, 2, "hello"))
 	ta.idle()
 	ta.close()
-	_, err := buildApp(context.Background(), serveConfig{Data: dir, Semantic: semanticConfig{Embedder: "openai", OpenAIKey: "k",
+	_, err := server.New(context.Background(), config.Config{Data: dir, Semantic: config.Semantic{Embedder: "openai", OpenAIKey: "k",
 		OpenAIBaseURL: fake.URL(), OpenAIModel: "text-embedding-3-small", OpenAIDim: 256}}, nopLogger())
 	if err == nil || !strings.Contains(err.Error(), "hindsight reembed") {
 		t.Fatalf("start with another dimension: %v", err)
@@ -214,7 +216,7 @@ func TestLocalEmbedderParaphrase(t *testing.T) {
 		}
 		t.Skipf("SKIPPING: offline model not found in %s (run `make model`)", dir)
 	}
-	ta := newTestAppWith(t, t.TempDir(), semanticConfig{Embedder: "local", ModelDir: dir})
+	ta := newTestAppWith(t, t.TempDir(), config.Semantic{Embedder: "local", ModelDir: dir})
 	key := ta.key("alice")
 	ta.batch(key, map[string]any{
 		"sessions": []any{map[string]any{"externalId": "a", "title": "debugging"}, map[string]any{"externalId": "b", "title": "baking"}},

@@ -14,6 +14,8 @@ import (
 	"golang.org/x/term"
 
 	"github.com/hindsight-dev/hindsight/accounts"
+	"github.com/hindsight-dev/hindsight/admin"
+	"github.com/hindsight-dev/hindsight/config"
 )
 
 const usersUsage = `users create NAME [--password-stdin] [--data DIR]   add a user (asks for a dashboard password on a terminal)
@@ -25,10 +27,10 @@ func cmdUsers(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintln(stderr, "Usage: hindsight "+usersUsage)
 		return &usageError{"users needs a subcommand: create, password or list"}
 	}
+	cfg := config.Default()
 	fs := newFlags("users", usersUsage, stderr)
-	data := dataFlag(fs)
 	fromStdin := fs.Bool("password-stdin", false, "read the dashboard password from the first line of stdin (never pass it as an argument)")
-	pos, err := parse(fs, args[1:])
+	pos, err := loadFlags(fs, args[1:], func(ld *config.Loader) { ld.Data(&cfg) })
 	if err != nil {
 		return err
 	}
@@ -47,7 +49,7 @@ func cmdUsers(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 		if pw != "" {
-			return withAdmin(ctx, *data, func(ops adminOps) error {
+			return admin.With(ctx, cfg.Data, passwordCost, func(ops admin.Ops) error {
 				u, err := ops.CreateUserWithPassword(ctx, pos[0], pw)
 				if err != nil {
 					return fmt.Errorf("create user: %w", err)
@@ -56,7 +58,7 @@ func cmdUsers(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				return nil
 			})
 		}
-		return withAdmin(ctx, *data, func(ops adminOps) error {
+		return admin.With(ctx, cfg.Data, passwordCost, func(ops admin.Ops) error {
 			u, err := ops.CreateUser(ctx, pos[0])
 			if err != nil {
 				return fmt.Errorf("create user: %w", err)
@@ -72,7 +74,7 @@ func cmdUsers(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return err
 		}
-		return withAdmin(ctx, *data, func(ops adminOps) error {
+		return admin.With(ctx, cfg.Data, passwordCost, func(ops admin.Ops) error {
 			if err := ops.SetPassword(ctx, pos[0], pw); err != nil {
 				return fmt.Errorf("set password: %w", err)
 			}
@@ -80,7 +82,7 @@ func cmdUsers(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return nil
 		})
 	case "list":
-		return withAdmin(ctx, *data, func(ops adminOps) error {
+		return admin.With(ctx, cfg.Data, passwordCost, func(ops admin.Ops) error {
 			us, err := ops.Users(ctx)
 			if err != nil {
 				return err
@@ -155,8 +157,8 @@ func readPassword(name string, fromStdin, required bool, stderr io.Writer) (stri
 }
 
 // passwordCost is the bcrypt cost of passwords set by these commands, on the
-// store directly or by a running server's admin socket (read when the socket
-// starts); 0 means bcrypt's default. Tests lower it.
+// store directly or by the admin socket of a server serve starts; 0 means
+// bcrypt's default. Tests lower it.
 var passwordCost = 0
 
 func fmtTime(ms int64) string {

@@ -2,14 +2,11 @@ package weaviate_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"math"
 	"math/rand/v2"
-	"net/http"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/hindsight-dev/hindsight/vectors"
@@ -18,8 +15,9 @@ import (
 )
 
 // TestRestart restarts the shared server once (about 10 seconds) and checks
-// two things across it: the store's vectors and recorded model survive, and
-// the peer's BM25 after Settle already answers as the restarted server does.
+// that the store's vectors and recorded model survive it. (The relevance
+// bench's peer checks its own answers across a restart: package
+// bench/weaviatepeer.)
 func TestRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("restarts the server: not in -short")
@@ -28,7 +26,6 @@ func TestRestart(t *testing.T) {
 	ctx := context.Background()
 	r := rand.New(rand.NewPCG(8, 8))
 
-	// The store.
 	cfg := weaviate.Config{URL: srv.URL, Collection: newCollection(t, srv.URL)}
 	st := openStore(t, cfg)
 	if err := st.SetMeta(ctx, "m", 8); err != nil {
@@ -48,24 +45,6 @@ func TestRestart(t *testing.T) {
 	before, err := st.Nearest(ctx, "u1", q, 10)
 	if err != nil {
 		t.Fatal(err)
-	}
-
-	// The peer: a corpus large enough that the import leaves postings in
-	// memtables.
-	p := openPeer(t, srv.URL)
-	docs, queries := zipfCorpus(r, 3000, 200)
-	for i := 0; i < len(docs); i += 500 {
-		if err := p.Index(ctx, docs[i:min(i+500, len(docs))]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	unsettled := make([][]string, len(queries))
-	for i, q := range queries {
-		unsettled[i] = rawBM25(t, srv.URL, p.Collection(), q, 10)
-	}
-	settled := make([][]string, len(queries))
-	for i, q := range queries {
-		settled[i] = search(t, p, weaviate.PeerBM25, q, nil, 10)
 	}
 
 	if err := srv.Restart(ctx); err != nil {
@@ -94,63 +73,4 @@ func TestRestart(t *testing.T) {
 		}
 	}
 	st.Close()
-
-	// The peer after the restart.
-	var sameSettled, sameUnsettled float64
-	for i, q := range queries {
-		after := search(t, p, weaviate.PeerBM25, q, nil, 10)
-		sameSettled += overlap(after, settled[i])
-		sameUnsettled += overlap(after, unsettled[i])
-	}
-	n := float64(len(queries))
-	t.Logf("BM25 top-10 overlap with the results after a restart: %.3f settled, %.3f right after the import", sameSettled/n, sameUnsettled/n)
-	if sameSettled/n < 0.99 {
-		t.Errorf("after Settle BM25 answers differently from after a restart: top-10 overlap %.3f, want >= 0.99", sameSettled/n)
-	}
-}
-
-// rawBM25 asks the peer's document tenant directly, without Settle.
-func rawBM25(t *testing.T, url, class, q string, k int) []string {
-	t.Helper()
-	query := fmt.Sprintf(`{Get{%s(tenant:"docs", bm25:{query:%q, properties:["text"]}, limit:%d){docId}}}`, class, q, k)
-	body, _ := json.Marshal(map[string]string{"query": query})
-	resp, err := http.Post(url+"/v1/graphql", "application/json", strings.NewReader(string(body)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var out struct {
-		Data struct {
-			Get map[string][]struct {
-				DocID string `json:"docId"`
-			}
-		}
-		Errors []struct{ Message string }
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || len(out.Errors) > 0 {
-		t.Fatalf("raw bm25: %v %v", err, out.Errors)
-	}
-	var ids []string
-	for _, h := range out.Data.Get[class] {
-		ids = append(ids, h.DocID)
-	}
-	return ids
-}
-
-// overlap is |a ∩ b| / max(|a|, |b|) (1 for two empty lists).
-func overlap(a, b []string) float64 {
-	if len(a) == 0 && len(b) == 0 {
-		return 1
-	}
-	in := map[string]bool{}
-	for _, x := range a {
-		in[x] = true
-	}
-	same := 0
-	for _, x := range b {
-		if in[x] {
-			same++
-		}
-	}
-	return float64(same) / float64(max(len(a), len(b)))
 }

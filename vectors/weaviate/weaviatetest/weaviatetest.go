@@ -1,8 +1,5 @@
-// Package weaviatetest runs a real weaviate-server for tests and benchmarks:
-// the pinned binary (scripts/weaviate.sh), a temporary data directory, and
-// nothing reachable from outside the machine.
-//
-// # Basics
+// Package weaviatetest runs a real weaviate-server for tests: a thin
+// testing wrapper around package localweaviate, which launches it.
 //
 // Tests of a package share one server ([Shared]) and give each test its own
 // collection; the package's TestMain hands control to [Main], which stops
@@ -17,463 +14,43 @@
 //		...
 //	}
 //
-// [Start] gives one test a server of its own (stopped at cleanup), and
-// [Launch] is the plain variant for commands such as the bench.
-//
-// # Finding the binary
-//
-// [Binary] looks at HINDSIGHT_WEAVIATE_BIN, then at the path
-// `scripts/weaviate.sh path` prints (the pinned version in GOPATH/bin, built
-// by `make weaviate`). Without one, tests skip with a line starting
-// "SKIPPING:", and fail instead when HINDSIGHT_REQUIRE_WEAVIATE=1 (make test
-// sets it).
-//
-// # Network isolation
-//
-// weaviate-server v1.35.2 binds its REST API where told, but its gRPC server,
-// its internal cluster API and its profiler listen on every interface (the
-// address is hard-coded as ":port"). So that nothing it opens is reachable
-// from the network, and so that parallel test packages never compete for its
-// fixed ports, Launch runs it in a network namespace of its own (`unshare
-// --map-root-user --net`, loopback brought up with `ip link set lo up`) with
-// the REST API on a unix socket in the data directory, and serves that socket
-// on 127.0.0.1 through a small in-process TCP proxy: [Server.URL] is a plain
-// http://127.0.0.1:port URL. gRPC is then unreachable ([Server.GRPCAddr] is
-// empty); the stores fall back to REST batches.
-//
-// Where unprivileged namespaces are not available (unshare or ip missing, or
-// the kernel refuses), Launch starts the server directly with every port
-// chosen free and the REST API on 127.0.0.1, turns the profiler off, and
-// says in the server log that gRPC and the cluster API listen on all
-// interfaces.
+// [Start] gives one test a server of its own (stopped at cleanup). Without a
+// weaviate-server binary (see [localweaviate.Binary]) tests skip with a line
+// starting "SKIPPING:", and fail instead when HINDSIGHT_REQUIRE_WEAVIATE=1
+// (make test sets it).
 package weaviatetest
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
+
+	"github.com/hindsight-dev/hindsight/vectors/weaviate/localweaviate"
 )
 
-// Environment variables read by Binary, Shared and Start.
+// Environment variables: the binary (read by localweaviate.Binary) and
+// whether a missing one fails rather than skips.
 const (
-	EnvBinary  = "HINDSIGHT_WEAVIATE_BIN"     // path of weaviate-server
+	EnvBinary  = localweaviate.EnvBinary
 	EnvRequire = "HINDSIGHT_REQUIRE_WEAVIATE" // "1": a missing binary fails instead of skipping
 )
 
-// ErrNoBinary: no weaviate-server was found.
-var ErrNoBinary = errors.New("no weaviate-server binary: set " + EnvBinary + " or run `make weaviate` (bash scripts/weaviate.sh install)")
+// Server is a running weaviate-server.
+type Server = localweaviate.Server
 
-// readyTimeout bounds the wait for /v1/.well-known/ready (about 10 seconds
-// on 2 cores, most of it the single-node Raft bootstrap).
-const readyTimeout = 2 * time.Minute
-
-// Binary returns the weaviate-server to run: $HINDSIGHT_WEAVIATE_BIN, else the
-// pinned binary `scripts/weaviate.sh path` names (the script is looked up
-// from the working directory upwards). It returns an error wrapping
-// ErrNoBinary when the chosen file does not exist.
-func Binary() (string, error) {
-	if p := os.Getenv(EnvBinary); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("%s=%s: %w (%v)", EnvBinary, p, ErrNoBinary, err)
-		}
-		return p, nil
-	}
-	script, err := findUp(filepath.Join("scripts", "weaviate.sh"))
-	if err != nil {
-		return "", fmt.Errorf("%w (scripts/weaviate.sh not found: %v)", ErrNoBinary, err)
-	}
-	out, err := exec.Command("bash", script, "path").Output()
-	if err != nil {
-		return "", fmt.Errorf("%w (%s path: %v)", ErrNoBinary, script, err)
-	}
-	p := strings.TrimSpace(string(out))
-	if _, err := os.Stat(p); err != nil {
-		return "", fmt.Errorf("%w (%s is not built: %v)", ErrNoBinary, p, err)
-	}
-	return p, nil
-}
-
-func findUp(rel string) (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		p := filepath.Join(dir, rel)
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no %s in the working directory or above", rel)
-		}
-		dir = parent
-	}
-}
-
-// Server is a running weaviate-server. Its methods are safe for concurrent
-// use.
-type Server struct {
-	// URL is the REST endpoint, http://127.0.0.1:port.
-	URL string
-	// GRPCAddr is the gRPC endpoint (host:port), or "" when the server runs
-	// isolated and gRPC cannot be reached.
-	GRPCAddr string
-	// Dir is the directory the server keeps its data (and socket) in.
-	Dir string
-	// Isolated reports whether the server runs in a network namespace of
-	// its own (see the package documentation).
-	Isolated bool
-
-	bin   string
-	args  []string
-	env   []string
-	sock  string // isolated: the REST unix socket
-	tmp   string // a directory of our own for sock when Dir's path is too long; removed by Stop
-	log   *tailBuffer
-	proxy *proxy // isolated: 127.0.0.1 -> sock
-
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{} // closed when cmd has exited
-}
-
-// Launch starts bin with its data in dir (created if needed) and returns
-// once the server answers ready, or with an error that includes the tail of
-// its output. The caller stops it with Stop and removes dir.
-func Launch(ctx context.Context, bin, dir string) (*Server, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
-	}
-	s := &Server{Dir: dir, bin: bin, log: &tailBuffer{max: 512 << 10}}
-	env := []string{
-		"PATH=" + os.Getenv("PATH"),
-		"PERSISTENCE_DATA_PATH=" + filepath.Join(dir, "data"),
-		"DEFAULT_VECTORIZER_MODULE=none",
-		"AUTHENTICATION_ANONYMOUS_ACCESS_ENABLED=true",
-		"DISABLE_TELEMETRY=true",
-		"CLUSTER_HOSTNAME=node1",
-		"CLUSTER_BIND_ADDR=127.0.0.1",
-		"CLUSTER_ADVERTISE_ADDR=127.0.0.1",
-		"RAFT_BOOTSTRAP_EXPECT=1",
-		"GO_PROFILING_DISABLE=true",
-		"PROMETHEUS_MONITORING_ENABLED=false",
-		"LOG_LEVEL=warning",
-	}
-	if isolationWorks() {
-		s.Isolated = true
-		s.sock = filepath.Join(dir, "rest.sock")
-		if len(s.sock) > 100 { // sun_path holds 108 bytes
-			short, err := os.MkdirTemp("", "wv")
-			if err != nil {
-				return nil, err
-			}
-			s.tmp = short
-			s.sock = filepath.Join(short, "rest.sock")
-		}
-		// Inside the namespace the default ports cannot collide with
-		// anything: every server has its own.
-		s.env = append(env, "GRPC_PORT=50051")
-		s.args = []string{"--map-root-user", "--net", "sh", "-c", `ip link set lo up && exec "$0" "$@"`,
-			bin, "--scheme", "unix", "--socket-path", s.sock}
-		p, err := newProxy(s.sock)
-		if err != nil {
-			return nil, err
-		}
-		s.proxy = p
-		s.URL = "http://" + p.addr()
-	} else {
-		ports, err := freePorts(6)
-		if err != nil {
-			return nil, err
-		}
-		s.env = append(env,
-			"GRPC_PORT="+strconv.Itoa(ports[1]),
-			"CLUSTER_GOSSIP_BIND_PORT="+strconv.Itoa(ports[2]),
-			"CLUSTER_DATA_BIND_PORT="+strconv.Itoa(ports[3]),
-			"RAFT_PORT="+strconv.Itoa(ports[4]),
-			"RAFT_INTERNAL_RPC_PORT="+strconv.Itoa(ports[5]),
-		)
-		s.args = []string{"--host", "127.0.0.1", "--port", strconv.Itoa(ports[0]), "--scheme", "http"}
-		s.URL = "http://127.0.0.1:" + strconv.Itoa(ports[0])
-		s.GRPCAddr = "127.0.0.1:" + strconv.Itoa(ports[1])
-		warning := fmt.Sprintf("weaviatetest: network namespaces unavailable (unshare or ip missing, or refused): weaviate-server runs unisolated, its gRPC (port %d) and cluster API (port %d) listening on all interfaces\n", ports[1], ports[3])
-		s.log.Write([]byte(warning))
-		os.Stderr.WriteString(warning)
-	}
-	if err := s.start(ctx); err != nil {
-		s.Stop()
-		return nil, err
-	}
-	return s, nil
-}
-
-var isolation = sync.OnceValue(func() bool {
-	if _, err := exec.LookPath("unshare"); err != nil {
-		return false
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		return false
-	}
-	return exec.Command("unshare", "--map-root-user", "--net", "sh", "-c", "ip link set lo up").Run() == nil
-})
-
-func isolationWorks() bool { return isolation() }
-
-func (s *Server) start(ctx context.Context) error {
-	name := s.bin
-	if s.Isolated {
-		name = "unshare"
-		os.Remove(s.sock) // a stale socket of a previous run blocks the listener
-	}
-	cmd := exec.Command(name, s.args...)
-	cmd.Env = s.env
-	cmd.Dir = s.Dir
-	cmd.Stdout = s.log
-	cmd.Stderr = s.log
-	cmd.SysProcAttr = sysProcAttr()
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start weaviate-server: %w", err)
-	}
-	done := make(chan struct{})
-	go func() {
-		cmd.Wait()
-		close(done)
-	}()
-	s.mu.Lock()
-	s.cmd, s.done = cmd, done
-	s.mu.Unlock()
-
-	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
-	defer cancel()
-	client := &http.Client{Timeout: 2 * time.Second}
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-done:
-			return fmt.Errorf("weaviate-server exited before it was ready (%v); its output:\n%s", cmd.ProcessState, s.log.tail(8<<10))
-		case <-ctx.Done():
-			return fmt.Errorf("weaviate-server not ready at %s: %w; its output:\n%s", s.URL, ctx.Err(), s.log.tail(8<<10))
-		case <-tick.C:
-		}
-		resp, err := client.Get(s.URL + "/v1/.well-known/ready")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-	}
-}
-
-// Stop stops the server (SIGTERM, then SIGKILL after 30 seconds) and its
-// proxy. It leaves Dir in place. Safe to call twice.
-func (s *Server) Stop() error {
-	err := s.stopProcess()
-	if s.proxy != nil {
-		s.proxy.close()
-	}
-	if s.tmp != "" {
-		os.RemoveAll(s.tmp)
-	}
-	return err
-}
-
-func (s *Server) stopProcess() error {
-	s.mu.Lock()
-	cmd, done := s.cmd, s.done
-	s.cmd = nil
-	s.mu.Unlock()
-	if cmd == nil {
-		return nil
-	}
-	cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		<-done
-		return errors.New("weaviate-server did not stop within 30 seconds of SIGTERM; killed")
-	}
-	return nil
-}
-
-// Restart stops the server gracefully and starts it again on the same data
-// (and, when isolated, the same URL), returning once it is ready. It is what
-// an operator's restart does: memtables are flushed to disk segments and
-// every shard is loaded afresh.
-func (s *Server) Restart(ctx context.Context) error {
-	if err := s.stopProcess(); err != nil {
-		return err
-	}
-	if s.proxy != nil {
-		s.proxy.dropConns() // connections to the old process are dead
-	}
-	return s.start(ctx)
-}
-
-// Log returns the last part (up to 512 KiB) of the server's output.
-func (s *Server) Log() string { return s.log.tail(s.log.max) }
-
-// sysProcAttr kills the server with the process that started it (Linux),
-// so an aborted test run leaves no server behind.
-func sysProcAttr() *syscall.SysProcAttr { return pdeathsig() }
-
-// freePorts returns n distinct ports free on 127.0.0.1 at the time of the
-// call.
-func freePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-func (b *tailBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf = append(b.buf, p...)
-	if over := len(b.buf) - b.max; over > 0 {
-		b.buf = append(b.buf[:0], b.buf[over:]...)
-	}
-	return len(p), nil
-}
-
-func (b *tailBuffer) tail(n int) string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	out := b.buf
-	if len(out) > n {
-		out = out[len(out)-n:]
-		if i := bytes.IndexByte(out, '\n'); i >= 0 {
-			out = out[i+1:]
-		}
-	}
-	return string(out)
-}
-
-// proxy serves a unix socket on 127.0.0.1.
-type proxy struct {
-	l    net.Listener
-	sock string
-
-	mu     sync.Mutex
-	conns  map[net.Conn]bool
-	closed bool
-}
-
-func newProxy(sock string) (*proxy, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	p := &proxy{l: l, sock: sock, conns: map[net.Conn]bool{}}
-	go p.serve()
-	return p, nil
-}
-
-func (p *proxy) addr() string { return p.l.Addr().String() }
-
-func (p *proxy) serve() {
-	for {
-		c, err := p.l.Accept()
-		if err != nil {
-			return
-		}
-		go p.forward(c)
-	}
-}
-
-func (p *proxy) track(c net.Conn, add bool) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if add {
-		if p.closed {
-			return false
-		}
-		p.conns[c] = true
-	} else {
-		delete(p.conns, c)
-	}
-	return true
-}
-
-func (p *proxy) forward(c net.Conn) {
-	defer c.Close()
-	u, err := net.Dial("unix", p.sock)
-	if err != nil {
-		return // the client sees the connection close: the server is down
-	}
-	defer u.Close()
-	if !p.track(c, true) || !p.track(u, true) {
-		return
-	}
-	defer p.track(c, false)
-	defer p.track(u, false)
-	errc := make(chan error, 2)
-	go func() { _, err := io.Copy(u, c); u.(*net.UnixConn).CloseWrite(); errc <- err }()
-	go func() { _, err := io.Copy(c, u); c.(*net.TCPConn).CloseWrite(); errc <- err }()
-	<-errc
-	<-errc
-}
-
-// dropConns closes every forwarded connection.
-func (p *proxy) dropConns() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for c := range p.conns {
-		c.Close()
-	}
-}
-
-func (p *proxy) close() {
-	p.mu.Lock()
-	p.closed = true
-	p.mu.Unlock()
-	p.l.Close()
-	p.dropConns()
-}
+// Binary returns the weaviate-server to run (see localweaviate.Binary).
+func Binary() (string, error) { return localweaviate.Binary() }
 
 // Start starts a server of t's own, with its data in t.TempDir(), stopped
 // at t's cleanup (its output is logged when t failed). Without a binary it
 // skips t, or fails it under HINDSIGHT_REQUIRE_WEAVIATE=1. Starting takes
 // about 10 seconds; tests of one package should prefer Shared.
-func Start(t testing.TB) *Server {
+func Start(t testing.TB) *localweaviate.Server {
 	t.Helper()
 	bin := binaryOrSkip(t)
-	s, err := Launch(context.Background(), bin, t.TempDir())
+	s, err := localweaviate.Launch(context.Background(), bin, t.TempDir())
 	if err != nil {
 		t.Fatalf("launch weaviate-server: %v", err)
 	}
@@ -482,7 +59,7 @@ func Start(t testing.TB) *Server {
 			t.Errorf("stop weaviate-server: %v", err)
 		}
 		if t.Failed() {
-			t.Logf("weaviate-server output (tail):\n%s", s.log.tail(16<<10))
+			t.Logf("weaviate-server output (tail):\n%s", s.Tail(16<<10))
 		}
 	})
 	return s
@@ -490,7 +67,7 @@ func Start(t testing.TB) *Server {
 
 func binaryOrSkip(t testing.TB) string {
 	t.Helper()
-	bin, err := Binary()
+	bin, err := localweaviate.Binary()
 	if err != nil {
 		if os.Getenv(EnvRequire) == "1" {
 			t.Fatalf("%s=1 but: %v", EnvRequire, err)
@@ -504,7 +81,7 @@ func binaryOrSkip(t testing.TB) string {
 // by Main.
 var shared struct {
 	mu  sync.Mutex
-	srv *Server
+	srv *localweaviate.Server
 	dir string
 	err error // a failed start is not retried
 }
@@ -512,7 +89,7 @@ var shared struct {
 // Shared returns the test package's server, starting it on first use. The
 // package's TestMain must call Main, which stops it. Skips and failures are
 // as for Start. Tests sharing it must keep to collections of their own.
-func Shared(t testing.TB) *Server {
+func Shared(t testing.TB) *localweaviate.Server {
 	t.Helper()
 	bin := binaryOrSkip(t)
 	shared.mu.Lock()
@@ -521,7 +98,7 @@ func Shared(t testing.TB) *Server {
 		dir, err := os.MkdirTemp("", "weaviatetest-")
 		if err == nil {
 			shared.dir = dir
-			shared.srv, err = Launch(context.Background(), bin, dir)
+			shared.srv, err = localweaviate.Launch(context.Background(), bin, dir)
 		}
 		shared.err = err
 	}
@@ -545,7 +122,7 @@ func Main(m *testing.M) {
 			code = max(code, 1)
 		}
 		if code != 0 {
-			fmt.Fprintf(os.Stderr, "--- weaviate-server output (tail) ---\n%s--- end of weaviate-server output ---\n", srv.log.tail(32<<10))
+			fmt.Fprintf(os.Stderr, "--- weaviate-server output (tail) ---\n%s--- end of weaviate-server output ---\n", srv.Tail(32<<10))
 		}
 	}
 	if dir != "" {

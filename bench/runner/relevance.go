@@ -1,8 +1,4 @@
-// Command hindsight bench relevance measures ranking quality and its cost on
-// a BEIR-layout dataset: every mode of a real Hindsight (fed through the sync
-// API) and every peer, a parameter sweep, and a comparison with an earlier
-// run.
-package main
+package runner
 
 import (
 	"context"
@@ -26,22 +22,24 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hindsight-dev/hindsight/bench"
+	"github.com/hindsight-dev/hindsight/config"
 	"github.com/hindsight-dev/hindsight/index"
 	"github.com/hindsight-dev/hindsight/ingest"
 	"github.com/hindsight-dev/hindsight/kv"
 	"github.com/hindsight-dev/hindsight/progress"
 	"github.com/hindsight-dev/hindsight/ranking"
+	"github.com/hindsight-dev/hindsight/server"
 )
 
-// relevanceConfig is everything bench relevance reads from its flags.
-type relevanceConfig struct {
+// RelevanceConfig is everything bench relevance reads from its flags.
+type RelevanceConfig struct {
 	Dataset    string
 	Split      string
 	MaxDocs    int
 	MaxQueries int
 	Modes      []string // nil: fulltext, plus semantic and hybrid when an embedder is configured
 	Peers      []string
-	Vectors    benchVectorConfig
+	Vectors    Vectors
 	Sweeps     []bench.Param
 	SweepMode  string // "" = hybrid when available, else fulltext
 	SweepLimit int
@@ -52,6 +50,12 @@ type relevanceConfig struct {
 	Seed       uint64
 	Command    string // the command line, for the report
 }
+
+// FlagError is a combination of settings a run cannot measure, found once
+// the server is wired; the command reports it as a usage error.
+type FlagError struct{ Msg string }
+
+func (e *FlagError) Error() string { return e.Msg }
 
 // Sweepable settings. Query-time ones build a new ranking engine over the
 // same index and vectors; index-time ones rebuild the full-text index once
@@ -67,12 +71,13 @@ var sweepParams = map[string]struct {
 	"title.boost": {true, "times the title counts in the full-text index (1..100; re-indexes)", func(v float64) bool { return v >= 1 && v <= 100 }},
 }
 
-// sweepFlag collects repeated --sweep flags.
-type sweepFlag struct{ params *[]bench.Param }
+// SweepFlag is the flag.Value of --sweep: repeated, it collects the
+// settings to sweep into *Params, checking each.
+type SweepFlag struct{ Params *[]bench.Param }
 
-func (f sweepFlag) String() string { return "" }
+func (f SweepFlag) String() string { return "" }
 
-func (f sweepFlag) Set(s string) error {
+func (f SweepFlag) Set(s string) error {
 	p, err := bench.ParseParam(s)
 	if err != nil {
 		return err
@@ -91,94 +96,23 @@ func (f sweepFlag) Set(s string) error {
 			return fmt.Errorf("%s=%v: %s", p.Name, v, spec.help)
 		}
 	}
-	for _, q := range *f.params {
+	for _, q := range *f.Params {
 		if q.Name == p.Name {
 			return fmt.Errorf("%s is swept twice", p.Name)
 		}
 	}
 	p.IndexTime = spec.indexTime
-	*f.params = append(*f.params, p)
+	*f.Params = append(*f.Params, p)
 	return nil
 }
 
-func parseBenchRelevance(args []string, stderr io.Writer) (relevanceConfig, error) {
-	var c relevanceConfig
-	fs := newFlags("bench relevance", "bench relevance --dataset DIR [flags]", stderr)
-	fs.StringVar(&c.Dataset, "dataset", "", "BEIR-layout directory: corpus.jsonl[.gz], queries.jsonl, qrels/*.tsv (required)")
-	modes := fs.String("modes", "", "comma-separated Hindsight modes: fulltext, semantic, hybrid (default: fulltext, plus semantic and hybrid when an embedder is configured)")
-	peers := fs.String("peers", bench.FTS5Name, "comma-separated peers run on the same documents: "+strings.Join(knownPeers, ", ")+
-		", or none; the Weaviate peers use WEAVIATE_URL, else start the pinned weaviate-server (make weaviate)")
-	fs.StringVar(&c.Vectors.Embedder, "embedder", env("HINDSIGHT_EMBEDDER", "auto"), "embedder for semantic and hybrid: auto (as serve chooses), none, local, openai (env HINDSIGHT_EMBEDDER)")
-	fs.StringVar(&c.Vectors.Store, "store", "embedded", "Hindsight's vector store: embedded or weaviate (needs WEAVIATE_URL)")
-	fs.Var(sweepFlag{&c.Sweeps}, "sweep", "sweep a setting over values, e.g. rrf.k=10,30,60 (repeatable: the grid is every combination); sweepable: depth, rrf.k, rrf.w, title.boost")
-	fs.StringVar(&c.SweepMode, "sweep-mode", "", "mode the sweep measures (default: hybrid when an embedder is configured, else fulltext)")
-	fs.IntVar(&c.SweepLimit, "sweep-limit", 20, "results per query during the sweep (the API's default page); per-leg depths below it have no effect")
-	fs.StringVar(&c.Baseline, "baseline", "", "result.json of an earlier run: print per-mode deltas with paired significance")
-	fs.StringVar(&c.Split, "split", "", "qrels file to use (test, dev, train...); default: test, then dev, then train")
-	fs.IntVar(&c.MaxDocs, "max-docs", 0, "use a slice of at most N documents holding every judged document of the kept queries (0 = all)")
-	fs.IntVar(&c.MaxQueries, "max-queries", 0, "use at most N queries (0 = all)")
-	fs.StringVar(&c.Via, "via", "inprocess", "run Hindsight's queries in-process (ranking engine) or over HTTP (full API path)")
-	fs.StringVar(&c.Out, "out", "", "directory for report.md, charts, result.json and perquery.jsonl (default: a new temp dir, printed)")
-	fs.BoolVar(&c.JSON, "json", false, "print only the JSON result (no table, no progress)")
-	fs.Uint64Var(&c.Seed, "seed", 1, "seed of the randomisation tests")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return c, err
-	}
-	if len(pos) > 0 {
-		return c, &usageError{fmt.Sprintf("bench relevance takes no arguments, got %q", pos)}
-	}
-	if c.Dataset == "" {
-		return c, &usageError{"--dataset is required"}
-	}
-	if c.Via != "inprocess" && c.Via != "http" {
-		return c, &usageError{"--via must be inprocess or http"}
-	}
-	if c.MaxDocs < 0 || c.MaxQueries < 0 {
-		return c, &usageError{"--max-docs and --max-queries must not be negative"}
-	}
-	if c.SweepLimit < 10 {
-		return c, &usageError{"--sweep-limit must be at least 10 (nDCG@10 needs 10 results)"}
-	}
-	if err := c.Vectors.validate(); err != nil {
-		return c, err
-	}
-	if strings.TrimSpace(*modes) != "" {
-		for _, m := range strings.Split(*modes, ",") {
-			m = strings.TrimSpace(m)
-			if _, err := ranking.ParseMode(m); err != nil || m == "" {
-				return c, &usageError{fmt.Sprintf("unknown mode %q (fulltext, semantic, hybrid)", m)}
-			}
-			if !slices.Contains(c.Modes, m) {
-				c.Modes = append(c.Modes, m)
-			}
-		}
-	}
-	if c.SweepMode != "" {
-		if _, err := ranking.ParseMode(c.SweepMode); err != nil {
-			return c, &usageError{fmt.Sprintf("--sweep-mode: unknown mode %q", c.SweepMode)}
-		}
-	}
-	if c.Peers, err = parsePeers(*peers); err != nil {
-		return c, err
-	}
-	c.Command = commandLine(append([]string{"hindsight", "bench", "relevance"}, args...))
-	return c, nil
-}
-
-// benchRelevance loads a BEIR-layout dataset into a fresh Hindsight through
-// the sync API (each document a session: title = title, one user message =
+// Relevance loads a BEIR-layout dataset into a fresh Hindsight through the
+// sync API (each document a session: title = title, one user message =
 // text), runs every query in every mode and peer, and reports nDCG@10,
-// Recall@100, MRR@10 and latency, with per-query results for error analysis.
-func benchRelevance(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c, err := parseBenchRelevance(args, stderr)
-	if err != nil {
-		return err
-	}
-	return runBenchRelevance(ctx, c, stdout, stderr)
-}
-
-func runBenchRelevance(ctx context.Context, c relevanceConfig, stdout, stderr io.Writer) error {
+// Recall@100, MRR@10 and latency, with per-query results for error
+// analysis. base gives the semantic settings and WEAVIATE_URL (the
+// environment).
+func Relevance(ctx context.Context, base config.Config, c RelevanceConfig, stdout, stderr io.Writer) error {
 	loadAtStart := loadAverage()
 	progressOut := stderr
 	if c.JSON {
@@ -203,15 +137,13 @@ func runBenchRelevance(ctx context.Context, c relevanceConfig, stdout, stderr io
 		return err
 	}
 	defer os.RemoveAll(work)
-	client, a, stop, err := benchServer(ctx, filepath.Join(work, "data"), zerolog.Nop(), func(cfg *serveConfig) error {
-		return applyVectors(cfg, c.Vectors)
-	})
+	client, a, stop, err := startServer(ctx, filepath.Join(work, "data"), zerolog.Nop(), base, c.Vectors)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	vecSearch, emb, rawEmb := appVectors(a)
-	semantic := a.search.Semantic()
+	vecSearch, emb, rawEmb := a.Semantic.Vectors()
+	semantic := a.Search.Semantic()
 
 	modes := c.Modes
 	if modes == nil {
@@ -238,12 +170,12 @@ func runBenchRelevance(ctx context.Context, c relevanceConfig, stdout, stderr io
 		}
 		for _, p := range c.Sweeps {
 			if !sweepParams[p.Name].indexTime && sweepMode != string(ranking.Hybrid) {
-				return &usageError{fmt.Sprintf("%s only changes hybrid ranking; sweep it with --sweep-mode hybrid (needs an embedder)", p.Name)}
+				return &FlagError{fmt.Sprintf("%s only changes hybrid ranking; sweep it with --sweep-mode hybrid (needs an embedder)", p.Name)}
 			}
 		}
 	}
 
-	peers, err := openPeers(ctx, c.Peers, peerEnv{work: work, weaviateURL: env("WEAVIATE_URL", ""), weaviateKey: env("WEAVIATE_API_KEY", ""),
+	peers, err := openPeers(ctx, c.Peers, peerEnv{work: work, weaviateURL: base.Semantic.WeaviateURL, weaviateKey: base.Semantic.WeaviateKey,
 		embedder: emb, progress: progressOut})
 	if err != nil {
 		return err
@@ -263,11 +195,11 @@ func runBenchRelevance(ctx context.Context, c relevanceConfig, stdout, stderr io
 	if semantic {
 		label = "indexing+embedding"
 	}
-	if err := bench.WaitIdle(ctx, label, a.pipeline.WaitIdle, outboxDepth(a.store), progressOut); err != nil {
+	if err := bench.WaitIdle(ctx, label, a.Pipeline.WaitIdle, server.OutboxDepth(a.Store), progressOut); err != nil {
 		return err
 	}
 	// Search results name sessions; the metrics need corpus ids (= externalIds).
-	userID, docOf, err := sessionDocIDs(ctx, a.store)
+	userID, docOf, err := sessionDocIDs(ctx, a.Store)
 	if err != nil {
 		return err
 	}
@@ -286,7 +218,7 @@ func runBenchRelevance(ctx context.Context, c relevanceConfig, stdout, stderr io
 			return mapIDs(ids, docOf), err
 		}
 	} else {
-		search = engineSearch(a.search, userID, docOf, degraded)
+		search = engineSearch(a.Search, userID, docOf, degraded)
 	}
 	systems := slices.Clone(modes)
 	for _, p := range peers {
@@ -304,7 +236,7 @@ func runBenchRelevance(ctx context.Context, c relevanceConfig, stdout, stderr io
 	if rawEmb != nil {
 		model = fmt.Sprintf("%s (%d dimensions)", rawEmb.Model(), rawEmb.Dim())
 	}
-	defaults := benchRanking(a)
+	defaults := a.Semantic.RankingOptions()
 	res.Settings = runSettings(map[string]string{
 		"command":     c.Command,
 		"dataset":     c.Dataset,
@@ -364,7 +296,7 @@ func runBenchRelevance(ctx context.Context, c relevanceConfig, stdout, stderr io
 // runSweep measures the grid of c.Sweeps in sweepMode. Query-time settings
 // get a new ranking engine over the app's index and vectors; each distinct
 // title boost gets its own index, rebuilt from the records once.
-func runSweep(ctx context.Context, a *app, ds *bench.Dataset, c relevanceConfig, sweepMode, userID string, docOf map[string]string,
+func runSweep(ctx context.Context, a *server.Server, ds *bench.Dataset, c RelevanceConfig, sweepMode, userID string, docOf map[string]string,
 	vec ranking.VectorSearcher, emb ranking.Embedder, defaults ranking.Options, work string, progressOut io.Writer, degraded *degradedCounter) (*bench.SweepResult, error) {
 	def := bench.Point{
 		{Name: "rrf.k", Value: defaults.K},
@@ -387,7 +319,7 @@ func runSweep(ctx context.Context, a *app, ds *bench.Dataset, c relevanceConfig,
 	}
 	var (
 		curBoost = float64(index.DefaultTitleBoost)
-		curIndex = a.index
+		curIndex = a.Index
 		extra    *index.Index // an index this sweep built, closed when replaced
 	)
 	defer func() {
@@ -415,9 +347,9 @@ func runSweep(ctx context.Context, a *app, ds *bench.Dataset, c relevanceConfig,
 				extra.Close()
 				extra = nil
 			}
-			curIndex = a.index
+			curIndex = a.Index
 			if boost != index.DefaultTitleBoost {
-				idx, _, err := rebuildWith(ctx, a.store, filepath.Join(work, fmt.Sprintf("sweep-index-%g", boost)), index.Options{TitleBoost: boost},
+				idx, _, err := rebuildWith(ctx, a.Store, filepath.Join(work, fmt.Sprintf("sweep-index-%g", boost)), index.Options{TitleBoost: boost},
 					fmt.Sprintf("reindex title.boost=%g", boost), progressOut)
 				if err != nil {
 					return nil, err
@@ -597,18 +529,6 @@ func (d *degradedCounter) String() string {
 	return strings.Join(parts, ", ")
 }
 
-// outboxDepth counts the sessions waiting for the indexing pipeline.
-func outboxDepth(st *kv.Store) func() int {
-	return func() int {
-		n := 0
-		st.View(context.Background(), func(tx *kv.Tx) error {
-			n = tx.OutboxLen()
-			return nil
-		})
-		return n
-	}
-}
-
 // runSettings adds what identifies the build and machine to s.
 func runSettings(s map[string]string) map[string]string {
 	s["go"] = runtime.Version()
@@ -683,8 +603,8 @@ func loadAverage() string {
 	return f[0]
 }
 
-// commandLine quotes args for a shell where needed.
-func commandLine(args []string) string {
+// CommandLine quotes args for a shell where needed (for the reports).
+func CommandLine(args []string) string {
 	out := make([]string, len(args))
 	for i, a := range args {
 		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`*?[]{}()<>|&;#~") {

@@ -1,4 +1,9 @@
-package main
+// Package admin is the admin socket: it lets the users, keys and backup
+// commands work while `hindsight serve` holds the data file's lock. The
+// server side ([Serve]) answers on a Unix socket inside the data directory;
+// the command side ([With], [Backup]) works on the store directly when no
+// server holds it, and through the socket otherwise.
+package admin
 
 import (
 	"bytes"
@@ -14,6 +19,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/hindsight-dev/hindsight/accounts"
 	"github.com/hindsight-dev/hindsight/kv"
 )
@@ -21,11 +28,11 @@ import (
 // The admin socket lets user and key commands work while `serve` holds the
 // data file's lock. It is a Unix socket inside the data directory, mode 0600:
 // whoever can open it can already read the data file, so it needs no key.
-const adminSocket = "admin.sock"
+const Socket = "admin.sock"
 
-// adminOps are the operations the users and keys commands need, done either
+// Ops are the operations the users and keys commands need, done either
 // directly on the store or through a running server.
-type adminOps interface {
+type Ops interface {
 	CreateUser(ctx context.Context, name string) (kv.User, error)
 	// CreateUserWithPassword adds a user with a dashboard password.
 	CreateUserWithPassword(ctx context.Context, name, password string) (kv.User, error)
@@ -44,10 +51,10 @@ type localOps struct {
 	w *accounts.Web
 }
 
-// newLocalOps returns the operations on st. Passwords are hashed at
-// passwordCost.
-func newLocalOps(st *kv.Store, a *accounts.Accounts) localOps {
-	return localOps{a: a, w: accounts.NewWeb(st, accounts.WebOptions{BcryptCost: passwordCost})}
+// Local returns the operations on st. Passwords are hashed at bcrypt cost
+// cost (0: bcrypt's default).
+func Local(st *kv.Store, a *accounts.Accounts, cost int) Ops {
+	return localOps{a: a, w: accounts.NewWeb(st, accounts.WebOptions{BcryptCost: cost})}
 }
 
 func (l localOps) CreateUser(ctx context.Context, name string) (kv.User, error) {
@@ -79,18 +86,19 @@ func (l localOps) Revoke(ctx context.Context, prefix string) (kv.APIKey, error) 
 	return l.a.Revoke(ctx, "", prefix)
 }
 
-// withAdmin runs fn on the store in dir, or, when a running server holds it,
-// through that server's admin socket. It never waits more than a few seconds.
-func withAdmin(ctx context.Context, dir string, fn func(adminOps) error) error {
+// With runs fn on the store in dir (passwords hashed at bcrypt cost cost),
+// or, when a running server holds it, through that server's admin socket.
+// It never waits more than a few seconds.
+func With(ctx context.Context, dir string, cost int, fn func(Ops) error) error {
 	st, err := kv.Open(dir, kv.Options{LockTimeout: time.Second})
 	if err == nil {
 		defer st.Close()
-		return fn(newLocalOps(st, accounts.New(st, nil)))
+		return fn(Local(st, accounts.New(st, nil), cost))
 	}
 	if !errors.Is(err, kv.ErrLocked) {
 		return err
 	}
-	rc := newRemoteOps(filepath.Join(dir, adminSocket))
+	rc := Remote(filepath.Join(dir, Socket))
 	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	if _, perr := rc.Users(pctx); perr != nil {
@@ -99,18 +107,18 @@ func withAdmin(ctx context.Context, dir string, fn func(adminOps) error) error {
 	return fn(rc)
 }
 
-// serveAdmin starts the admin socket for a running server. Failure to start it
-// is logged, not fatal: the API does not depend on it.
-func (a *app) serveAdmin(dir string) (*http.Server, string) {
-	path := filepath.Join(dir, adminSocket)
+// Serve starts the admin socket in dir for a running server over st and a
+// (passwords hashed at bcrypt cost cost). stop shuts it down and removes the
+// socket.
+func Serve(dir string, st *kv.Store, a *accounts.Accounts, cost int, log zerolog.Logger) (stop func(context.Context), err error) {
+	path := filepath.Join(dir, Socket)
 	_ = os.Remove(path) // a stale socket from a crashed server
 	ln, err := net.Listen("unix", path)
 	if err != nil {
-		a.log.Warn().Err(err).Msg("admin socket unavailable: users/keys commands need the server stopped")
-		return nil, ""
+		return nil, err
 	}
 	_ = os.Chmod(path, 0o600)
-	ops := newLocalOps(a.store, a.accounts)
+	ops := Local(st, a, cost)
 	mux := http.NewServeMux()
 	reply := func(w http.ResponseWriter, v any, err error) {
 		if err != nil {
@@ -197,19 +205,25 @@ func (a *app) serveAdmin(dir string) (*http.Server, string) {
 	mux.HandleFunc("GET /backup", func(w http.ResponseWriter, r *http.Request) {
 		// Stream a consistent copy from one read transaction; writers go on.
 		w.Header().Set("Content-Type", "application/octet-stream")
-		if _, err := a.store.Backup(r.Context(), w); err != nil {
-			a.log.Error().Err(err).Msg("backup through the admin socket failed")
+		if _, err := st.Backup(r.Context(), w); err != nil {
+			log.Error().Err(err).Msg("backup through the admin socket failed")
 		}
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
-	return srv, path
+	return func(ctx context.Context) {
+		srv.Shutdown(ctx)
+		os.Remove(path)
+	}, nil
 }
 
 // remoteOps talks to a running server's admin socket.
 type remoteOps struct{ c *http.Client }
 
-func newRemoteOps(path string) remoteOps {
+// Remote returns the operations of the server whose admin socket is path.
+func Remote(path string) Ops { return newRemote(path) }
+
+func newRemote(path string) remoteOps {
 	return remoteOps{c: &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
@@ -297,4 +311,36 @@ func (rc remoteOps) Keys(ctx context.Context, user string) ([]kv.APIKey, error) 
 func (rc remoteOps) Revoke(ctx context.Context, prefix string) (kv.APIKey, error) {
 	var k kv.APIKey
 	return k, rc.do(ctx, "POST", "/keys/revoke", map[string]string{"prefix": prefix}, &k)
+}
+
+// Backup writes a consistent copy of the records in dir to w: read directly
+// when no server holds them, else streamed from the running server through
+// its admin socket. via says which.
+func Backup(ctx context.Context, dir string, w io.Writer) (n int64, via string, err error) {
+	st, err := kv.Open(dir, kv.Options{LockTimeout: time.Second, ReadOnly: true})
+	if err == nil {
+		defer st.Close()
+		n, err := st.Backup(ctx, w)
+		return n, "read directly", err
+	}
+	if !errors.Is(err, kv.ErrLocked) {
+		return 0, "", err
+	}
+	c := newRemote(filepath.Join(dir, Socket)).c
+	c.Timeout = 0 // a large file takes as long as it takes
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://admin/backup", nil)
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, "", fmt.Errorf("data directory %s is held by another process whose admin socket does not answer (%v)", dir, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return 0, "", fmt.Errorf("backup through the server: %d %s", resp.StatusCode, b)
+	}
+	n, err = io.Copy(w, resp.Body)
+	if err == nil && resp.ContentLength >= 0 && n != resp.ContentLength {
+		err = fmt.Errorf("backup stream ended after %d of %d bytes", n, resp.ContentLength)
+	}
+	return n, "through the running server", err
 }

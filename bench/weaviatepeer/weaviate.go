@@ -1,4 +1,8 @@
-package weaviate
+// Package weaviatepeer runs Weaviate's own BM25 and hybrid search over a
+// relevance-bench corpus, so the bench can place Weaviate next to
+// Hindsight's modes with the same documents, queries and vectors. It is
+// bench code: the server never links it.
+package weaviatepeer
 
 import (
 	"context"
@@ -11,38 +15,39 @@ import (
 
 	"github.com/go-openapi/strfmt"
 	"github.com/google/uuid"
-	wv "github.com/weaviate/weaviate-go-client/v4/weaviate"
 	"github.com/weaviate/weaviate/entities/models"
+
+	"github.com/hindsight-dev/hindsight/vectors/weaviate"
 )
 
 // Peer search modes.
 const (
-	PeerBM25           = "bm25"            // BM25 over whole documents
-	PeerHybridRanked   = "hybrid-ranked"   // hybrid over chunks, rankedFusion, alpha 0.5
-	PeerHybridRelative = "hybrid-relative" // hybrid over chunks, relativeScoreFusion, alpha 0.5
+	BM25           = "bm25"            // BM25 over whole documents
+	HybridRanked   = "hybrid-ranked"   // hybrid over chunks, rankedFusion, alpha 0.5
+	HybridRelative = "hybrid-relative" // hybrid over chunks, relativeScoreFusion, alpha 0.5
 )
 
-// PeerAlpha is the hybrid weight of the vector leg (1 - alpha for BM25).
-const PeerAlpha = 0.5
+// Alpha is the hybrid weight of the vector leg (1 - alpha for BM25).
+const Alpha = 0.5
 
-// PeerDoc is one document of a bench corpus.
-type PeerDoc struct {
+// Doc is one document of a bench corpus.
+type Doc struct {
 	ID, Title, Text string
 	// Vectors are the document's chunk vectors (one dimension for the
 	// whole corpus); nil for a BM25-only run.
 	Vectors [][]float32
 	// Chunks, when set, are the texts Vectors were embedded from, one per
-	// vector (PeerChunks makes them). When nil and Vectors is set, Text is
+	// vector (Chunks makes them). When nil and Vectors is set, Text is
 	// cut into len(Vectors) runs of about equal word counts. Each chunk is
 	// indexed with the title in front.
 	Chunks []string
 }
 
-// PeerChunks cuts a document's text into windows of at most words words
+// Chunks cuts a document's text into windows of at most words words
 // (words <= 0 means 64, the offline model's window), the chunks a bench
-// embeds for PeerDoc.Vectors and passes as PeerDoc.Chunks. A text without
+// embeds for Doc.Vectors and passes as Doc.Chunks. A text without
 // words gives one empty chunk, so every document has a vector.
-func PeerChunks(text string, words int) []string {
+func Chunks(text string, words int) []string {
 	if words <= 0 {
 		words = 64
 	}
@@ -101,7 +106,7 @@ func splitEven(text string, n int) []string {
 //     SciFact train that reads 0.666 nDCG@10, the title in a property of
 //     its own 0.655.)
 //   - "chunks": one object per chunk vector, text = title + "\n" + the
-//     chunk's text (PeerDoc.Chunks, the window its vector was embedded
+//     chunk's text (Doc.Chunks, the window its vector was embedded
 //     from), with the vector. (The title on every chunk: on SciFact train
 //     chunk-level BM25 reads 0.656 so, 0.633 with the title in the first
 //     chunk only.) The hybrid modes search it: hybrid {query, vector:
@@ -130,14 +135,16 @@ func splitEven(text string, n int) []string {
 //
 // A Peer is used by one goroutine at a time: Index, then Search, then Close.
 type Peer struct {
-	client *wv.Client // nil after Close
-	where  string
-	class  string
-	keep   bool // Config.Collection was given: leave it at Close
+	conn  *weaviate.Conn // its Client is nil after Close
+	class string
+	keep  bool // Config.Collection was given: leave it at Close
 
 	dim     int // of the vectors indexed so far; 0 = none yet
 	settled bool
 }
+
+// idSpace is the UUID namespace of the peer's object ids.
+var idSpace = uuid.MustParse("8f0b6c52-3d0e-4c55-9a3e-70656572736b")
 
 // The peer's tenants (see Peer).
 const (
@@ -148,7 +155,7 @@ const (
 // OpenPeer connects and creates the peer's collection: Config.Collection if
 // set (dropped first if it exists: a peer run starts empty), else a fresh
 // "HindsightPeer_<random>" that Close drops again.
-func OpenPeer(ctx context.Context, cfg Config) (*Peer, error) {
+func Open(ctx context.Context, cfg weaviate.Config) (*Peer, error) {
 	class := cfg.Collection
 	keep := class != ""
 	if !keep {
@@ -156,13 +163,14 @@ func OpenPeer(ctx context.Context, cfg Config) (*Peer, error) {
 		rand.Read(b[:])
 		class = "HindsightPeer_" + hex.EncodeToString(b[:])
 	}
-	c, where, err := connect(ctx, cfg, class)
+	cfg.Collection = class
+	c, err := weaviate.Dial(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	p := &Peer{client: c, where: where, class: class, keep: keep}
+	p := &Peer{conn: c, class: class, keep: keep}
 	if err := p.create(ctx); err != nil {
-		release(c)
+		c.Close()
 		return nil, err
 	}
 	return p, nil
@@ -172,9 +180,9 @@ func OpenPeer(ctx context.Context, cfg Config) (*Peer, error) {
 func (p *Peer) Collection() string { return p.class }
 
 func (p *Peer) create(ctx context.Context) error {
-	s := p.client.Schema()
-	if err := s.ClassDeleter().WithClassName(p.class).Do(ctx); err != nil && !isStatus(err, 404) {
-		return failAt(ctx, p.where, "drop collection "+p.class, err)
+	s := p.conn.Client.Schema()
+	if err := s.ClassDeleter().WithClassName(p.class).Do(ctx); err != nil && !weaviate.IsStatus(err, 404) {
+		return p.conn.Fail(ctx, "drop collection "+p.class, err)
 	}
 	yes, no := true, false
 	class := &models.Class{
@@ -191,19 +199,19 @@ func (p *Peer) create(ctx context.Context) error {
 		},
 	}
 	if err := s.ClassCreator().WithClass(class).Do(ctx); err != nil {
-		return failAt(ctx, p.where, "create collection "+p.class, err)
+		return p.conn.Fail(ctx, "create collection "+p.class, err)
 	}
 	err := s.TenantsCreator().WithClassName(p.class).WithTenants(models.Tenant{Name: tenantDocs}, models.Tenant{Name: tenantChunks}).Do(ctx)
 	if err != nil {
-		return failAt(ctx, p.where, "create the tenants of "+p.class, err)
+		return p.conn.Fail(ctx, "create the tenants of "+p.class, err)
 	}
 	return nil
 }
 
 // Index adds docs. It may be called several times; a document id is given
 // at most once.
-func (p *Peer) Index(ctx context.Context, docs []PeerDoc) error {
-	if p.client == nil {
+func (p *Peer) Index(ctx context.Context, docs []Doc) error {
+	if p.conn.Client == nil {
 		return errors.New("weaviate peer: closed")
 	}
 	var objs []*models.Object
@@ -232,12 +240,12 @@ func (p *Peer) Index(ctx context.Context, docs []PeerDoc) error {
 	per := max(20, min(1000, 4_000_000/(12*max(1, p.dim))))
 	for len(objs) > 0 {
 		n := min(per, len(objs))
-		res, err := p.client.Batch().ObjectsBatcher().WithObjects(objs[:n]...).Do(ctx)
+		res, err := p.conn.Client.Batch().ObjectsBatcher().WithObjects(objs[:n]...).Do(ctx)
 		if err != nil {
-			return failAt(ctx, p.where, "index peer documents", err)
+			return p.conn.Fail(ctx, "index peer documents", err)
 		}
-		if err := batchErrors(res); err != nil {
-			return fmt.Errorf("index peer documents in weaviate at %s: %w", p.where, err)
+		if err := weaviate.BatchErrors(res); err != nil {
+			return fmt.Errorf("index peer documents in weaviate at %s: %w", p.conn.Where, err)
 		}
 		objs = objs[n:]
 		p.settled = false
@@ -260,26 +268,26 @@ func (p *Peer) object(tenant, docID string, chunk int, text string, vec []float3
 // (see Peer: Steady state) and waits until they answer again. Search calls
 // it when an Index came after the last Settle; otherwise it does nothing.
 func (p *Peer) Settle(ctx context.Context) error {
-	if p.client == nil {
+	if p.conn.Client == nil {
 		return errors.New("weaviate peer: closed")
 	}
 	if p.settled {
 		return nil
 	}
 	for _, status := range []string{models.TenantActivityStatusINACTIVE, models.TenantActivityStatusACTIVE} {
-		err := p.client.Schema().TenantsUpdater().WithClassName(p.class).WithTenants(
+		err := p.conn.Client.Schema().TenantsUpdater().WithClassName(p.class).WithTenants(
 			models.Tenant{Name: tenantDocs, ActivityStatus: status},
 			models.Tenant{Name: tenantChunks, ActivityStatus: status},
 		).Do(ctx)
 		if err != nil {
-			return failAt(ctx, p.where, "set the peer's tenants "+status, err)
+			return p.conn.Fail(ctx, "set the peer's tenants "+status, err)
 		}
 	}
 	deadline := time.Now().Add(2 * time.Minute)
 	for _, tenant := range []string{tenantDocs, tenantChunks} {
 		for { // the shard loads in the background
 			var one []struct{}
-			err := graphQLGet(ctx, p.client, p.where, p.class, fmt.Sprintf("tenant:%s, limit:1", gqlString(tenant)), "chunk", &one)
+			err := p.conn.Get(ctx, p.class, fmt.Sprintf("tenant:%s, limit:1", weaviate.GQLString(tenant)), "chunk", &one)
 			if err == nil {
 				break
 			}
@@ -294,11 +302,11 @@ func (p *Peer) Settle(ctx context.Context) error {
 }
 
 // Search returns the ids of at most k documents for the query, best first.
-// mode is PeerBM25, PeerHybridRanked or PeerHybridRelative; the hybrid
+// mode is BM25, HybridRanked or HybridRelative; the hybrid
 // modes need queryVector (of the indexed vectors' dimension) and a corpus
 // indexed with vectors. A query of stop words only finds nothing in bm25.
 func (p *Peer) Search(ctx context.Context, mode, query string, queryVector []float32, k int) ([]string, error) {
-	if p.client == nil {
+	if p.conn.Client == nil {
 		return nil, errors.New("weaviate peer: closed")
 	}
 	if k <= 0 {
@@ -307,10 +315,10 @@ func (p *Peer) Search(ctx context.Context, mode, query string, queryVector []flo
 	var tenant, search string
 	limit := k
 	switch mode {
-	case PeerBM25:
+	case BM25:
 		tenant = tenantDocs
-		search = fmt.Sprintf(`bm25:{query:%s, properties:["text"]}`, gqlString(query))
-	case PeerHybridRanked, PeerHybridRelative:
+		search = fmt.Sprintf(`bm25:{query:%s, properties:["text"]}`, weaviate.GQLString(query))
+	case HybridRanked, HybridRelative:
 		if p.dim == 0 {
 			return nil, fmt.Errorf("weaviate peer: mode %s needs documents indexed with vectors", mode)
 		}
@@ -318,15 +326,15 @@ func (p *Peer) Search(ctx context.Context, mode, query string, queryVector []flo
 			return nil, fmt.Errorf("weaviate peer: mode %s: query vector has %d dimensions, the indexed vectors %d", mode, len(queryVector), p.dim)
 		}
 		fusion := "rankedFusion"
-		if mode == PeerHybridRelative {
+		if mode == HybridRelative {
 			fusion = "relativeScoreFusion"
 		}
 		tenant = tenantChunks
-		limit = min(maxResults, max(100, 8*k))
+		limit = min(weaviate.MaxResults, max(100, 8*k))
 		search = fmt.Sprintf(`hybrid:{query:%s, vector:%s, alpha:%g, fusionType:%s, properties:["text"]}`,
-			gqlString(query), gqlVector(queryVector), PeerAlpha, fusion)
+			weaviate.GQLString(query), weaviate.GQLVector(queryVector), Alpha, fusion)
 	default:
-		return nil, fmt.Errorf("weaviate peer: unknown mode %q (want %s, %s or %s)", mode, PeerBM25, PeerHybridRanked, PeerHybridRelative)
+		return nil, fmt.Errorf("weaviate peer: unknown mode %q (want %s, %s or %s)", mode, BM25, HybridRanked, HybridRelative)
 	}
 	if err := p.Settle(ctx); err != nil {
 		return nil, err
@@ -334,8 +342,8 @@ func (p *Peer) Search(ctx context.Context, mode, query string, queryVector []flo
 	var hits []struct {
 		DocID string `json:"docId"`
 	}
-	args := fmt.Sprintf("tenant:%s, %s, limit:%d", gqlString(tenant), search, min(limit, maxResults))
-	if err := graphQLGet(ctx, p.client, p.where, p.class, args, "docId", &hits); err != nil {
+	args := fmt.Sprintf("tenant:%s, %s, limit:%d", weaviate.GQLString(tenant), search, min(limit, weaviate.MaxResults))
+	if err := p.conn.Get(ctx, p.class, args, "docId", &hits); err != nil {
 		return nil, fmt.Errorf("weaviate peer %s: %w", mode, err)
 	}
 	out := make([]string, 0, min(k, len(hits)))
@@ -356,19 +364,18 @@ func (p *Peer) Search(ctx context.Context, mode, query string, queryVector []flo
 // Close drops the collection (unless Config.Collection named it) and
 // releases the client. Safe to call twice.
 func (p *Peer) Close() error {
-	c := p.client
+	c := p.conn.Client
 	if c == nil {
 		return nil
 	}
-	p.client = nil
-	defer release(c)
+	defer p.conn.Close()
 	if p.keep {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := c.Schema().ClassDeleter().WithClassName(p.class).Do(ctx); err != nil && !isStatus(err, 404) {
-		return failAt(ctx, p.where, "drop peer collection "+p.class, err)
+	if err := c.Schema().ClassDeleter().WithClassName(p.class).Do(ctx); err != nil && !weaviate.IsStatus(err, 404) {
+		return p.conn.Fail(ctx, "drop peer collection "+p.class, err)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package weaviatetest
+package localweaviate
 
 import "syscall"
 

@@ -1,4 +1,4 @@
-package weaviate_test
+package weaviatepeer_test
 
 import (
 	"context"
@@ -9,21 +9,22 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hindsight-dev/hindsight/bench/weaviatepeer"
 	"github.com/hindsight-dev/hindsight/vectors/weaviate"
 	"github.com/hindsight-dev/hindsight/vectors/weaviate/weaviatetest"
 )
 
-func openPeer(t *testing.T, url string) *weaviate.Peer {
+func openPeer(t *testing.T, url string) *weaviatepeer.Peer {
 	t.Helper()
-	p, err := weaviate.OpenPeer(context.Background(), weaviate.Config{URL: url})
+	p, err := weaviatepeer.Open(context.Background(), weaviate.Config{URL: url})
 	if err != nil {
-		t.Fatalf("OpenPeer: %v", err)
+		t.Fatalf("Open: %v", err)
 	}
 	t.Cleanup(func() { p.Close() })
 	return p
 }
 
-func search(t *testing.T, p *weaviate.Peer, mode, q string, qv []float32, k int) []string {
+func search(t *testing.T, p *weaviatepeer.Peer, mode, q string, qv []float32, k int) []string {
 	t.Helper()
 	ids, err := p.Search(context.Background(), mode, q, qv, k)
 	if err != nil {
@@ -32,7 +33,7 @@ func search(t *testing.T, p *weaviate.Peer, mode, q string, qv []float32, k int)
 	return ids
 }
 
-func TestPeerChunks(t *testing.T) {
+func TestChunks(t *testing.T) {
 	for _, c := range []struct {
 		text  string
 		words int
@@ -43,20 +44,20 @@ func TestPeerChunks(t *testing.T) {
 		{"", 3, []string{""}},
 		{"a b", 0, []string{"a b"}},
 	} {
-		if got := weaviate.PeerChunks(c.text, c.words); !slices.Equal(got, c.want) {
-			t.Errorf("PeerChunks(%q, %d) = %q, want %q", c.text, c.words, got, c.want)
+		if got := weaviatepeer.Chunks(c.text, c.words); !slices.Equal(got, c.want) {
+			t.Errorf("Chunks(%q, %d) = %q, want %q", c.text, c.words, got, c.want)
 		}
 	}
 }
 
-func TestPeerModes(t *testing.T) {
+func TestModes(t *testing.T) {
 	srv := weaviatetest.Shared(t)
 	ctx := context.Background()
 	p := openPeer(t, srv.URL)
 	// Four directions: each document's chunks point along one axis, so the
 	// vector leg is unambiguous; the words make the BM25 leg unambiguous.
 	axis := func(i int) []float32 { v := make([]float32, 4); v[i] = 1; return v }
-	docs := []weaviate.PeerDoc{
+	docs := []weaviatepeer.Doc{
 		{ID: "d1", Title: "Flaky auth test", Text: "the login token expires during the integration test run",
 			Chunks: []string{"the login token expires", "during the integration test run"}, Vectors: [][]float32{axis(0), axis(0)}},
 		{ID: "d2", Title: "Parser crash", Text: "parseConfigFile panics on an empty yaml document",
@@ -67,20 +68,20 @@ func TestPeerModes(t *testing.T) {
 	if err := p.Index(ctx, docs[:2]); err != nil {
 		t.Fatal(err)
 	}
-	if got := search(t, p, weaviate.PeerBM25, "login token", nil, 10); !slices.Equal(got, []string{"d1"}) {
+	if got := search(t, p, weaviatepeer.BM25, "login token", nil, 10); !slices.Equal(got, []string{"d1"}) {
 		t.Errorf("bm25 login token = %v, want [d1]", got)
 	}
 	// A later Index is searchable at once (Search settles again).
 	if err := p.Index(ctx, docs[2:]); err != nil {
 		t.Fatal(err)
 	}
-	if got := search(t, p, weaviate.PeerBM25, "docker cache", nil, 10); !slices.Equal(got, []string{"d3"}) {
+	if got := search(t, p, weaviatepeer.BM25, "docker cache", nil, 10); !slices.Equal(got, []string{"d3"}) {
 		t.Errorf("bm25 after a second Index = %v, want [d3]", got)
 	}
-	if got := search(t, p, weaviate.PeerBM25, "crash", nil, 10); !slices.Equal(got, []string{"d2"}) {
+	if got := search(t, p, weaviatepeer.BM25, "crash", nil, 10); !slices.Equal(got, []string{"d2"}) {
 		t.Errorf("bm25 on the title = %v, want [d2]", got)
 	}
-	for _, mode := range []string{weaviate.PeerHybridRanked, weaviate.PeerHybridRelative} {
+	for _, mode := range []string{weaviatepeer.HybridRanked, weaviatepeer.HybridRelative} {
 		// Text and vector agree: d2 first, and once although it has three chunks.
 		got := search(t, p, mode, "yaml document", axis(1), 10)
 		if len(got) != 3 || got[0] != "d2" {
@@ -91,7 +92,7 @@ func TestPeerModes(t *testing.T) {
 			t.Errorf("%s with a matching vector only: %v, want [d3]", mode, got)
 		}
 	}
-	if got := search(t, p, weaviate.PeerBM25, "the", nil, 10); len(got) != 0 {
+	if got := search(t, p, weaviatepeer.BM25, "the", nil, 10); len(got) != 0 {
 		t.Errorf("bm25 of a stop word = %v, want nothing", got)
 	}
 	for _, bad := range []struct {
@@ -99,14 +100,14 @@ func TestPeerModes(t *testing.T) {
 		qv   []float32
 	}{
 		{"semantic", nil},
-		{weaviate.PeerHybridRanked, nil},
-		{weaviate.PeerHybridRelative, make([]float32, 3)},
+		{weaviatepeer.HybridRanked, nil},
+		{weaviatepeer.HybridRelative, make([]float32, 3)},
 	} {
 		if _, err := p.Search(ctx, bad.mode, "x", bad.qv, 5); err == nil {
 			t.Errorf("Search(%s, %d-d vector) succeeded", bad.mode, len(bad.qv))
 		}
 	}
-	if err := p.Index(ctx, []weaviate.PeerDoc{{ID: "d9", Text: "a b", Chunks: []string{"a"}, Vectors: [][]float32{axis(0), axis(1)}}}); err == nil {
+	if err := p.Index(ctx, []weaviatepeer.Doc{{ID: "d9", Text: "a b", Chunks: []string{"a"}, Vectors: [][]float32{axis(0), axis(1)}}}); err == nil {
 		t.Error("Index with 1 chunk for 2 vectors succeeded")
 	}
 	// Close drops the collection.
@@ -122,22 +123,22 @@ func TestPeerModes(t *testing.T) {
 	if resp.StatusCode != http.StatusNotFound {
 		t.Errorf("collection %s after Close: status %d, want 404", name, resp.StatusCode)
 	}
-	if _, err := p.Search(ctx, weaviate.PeerBM25, "x", nil, 1); err == nil {
+	if _, err := p.Search(ctx, weaviatepeer.BM25, "x", nil, 1); err == nil {
 		t.Error("Search after Close succeeded")
 	}
 }
 
-func TestPeerBM25OnlyCorpus(t *testing.T) {
+func TestBM25OnlyCorpus(t *testing.T) {
 	srv := weaviatetest.Shared(t)
 	ctx := context.Background()
 	p := openPeer(t, srv.URL)
-	if err := p.Index(ctx, []weaviate.PeerDoc{{ID: "a", Title: "Alpha", Text: "first document"}, {ID: "b", Text: "second document"}}); err != nil {
+	if err := p.Index(ctx, []weaviatepeer.Doc{{ID: "a", Title: "Alpha", Text: "first document"}, {ID: "b", Text: "second document"}}); err != nil {
 		t.Fatal(err)
 	}
-	if got := search(t, p, weaviate.PeerBM25, "second", nil, 5); !slices.Equal(got, []string{"b"}) {
+	if got := search(t, p, weaviatepeer.BM25, "second", nil, 5); !slices.Equal(got, []string{"b"}) {
 		t.Errorf("bm25 = %v, want [b]", got)
 	}
-	if _, err := p.Search(ctx, weaviate.PeerHybridRanked, "second", []float32{1, 0}, 5); err == nil || !strings.Contains(err.Error(), "vectors") {
+	if _, err := p.Search(ctx, weaviatepeer.HybridRanked, "second", []float32{1, 0}, 5); err == nil || !strings.Contains(err.Error(), "vectors") {
 		t.Errorf("hybrid over a corpus without vectors: err = %v, want one naming the missing vectors", err)
 	}
 }
@@ -145,16 +146,16 @@ func TestPeerBM25OnlyCorpus(t *testing.T) {
 // zipfCorpus makes n documents of words drawn from a Zipf-distributed
 // vocabulary, and queries of a few such words: enough postings that an
 // import leaves many of them in memtables.
-func zipfCorpus(r *rand.Rand, n, queries int) ([]weaviate.PeerDoc, []string) {
+func zipfCorpus(r *rand.Rand, n, queries int) ([]weaviatepeer.Doc, []string) {
 	z := rand.NewZipf(r, 1.1, 2, 5000)
 	word := func() string { return fmt.Sprintf("w%d", z.Uint64()) }
-	docs := make([]weaviate.PeerDoc, n)
+	docs := make([]weaviatepeer.Doc, n)
 	for i := range docs {
 		words := make([]string, 20+r.IntN(200))
 		for j := range words {
 			words[j] = word()
 		}
-		docs[i] = weaviate.PeerDoc{ID: fmt.Sprintf("doc%d", i), Title: word() + " " + word(), Text: strings.Join(words, " ")}
+		docs[i] = weaviatepeer.Doc{ID: fmt.Sprintf("doc%d", i), Title: word() + " " + word(), Text: strings.Join(words, " ")}
 	}
 	qs := make([]string, queries)
 	for i := range qs {
@@ -162,3 +163,5 @@ func zipfCorpus(r *rand.Rand, n, queries int) ([]weaviate.PeerDoc, []string) {
 	}
 	return docs, qs
 }
+
+func TestMain(m *testing.M) { weaviatetest.Main(m) }

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package weaviatetest
+package localweaviate
 
 import "syscall"
 

@@ -1,26 +1,111 @@
-// Command hindsight bench relevance --peers weaviate-*: Weaviate's own BM25
-// and hybrid search over the same documents, with vectors of the same
-// embedder.
-package main
+package runner
+
+// The relevance bench's peers: the other systems a run places next to
+// Hindsight's modes.
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/hindsight-dev/hindsight/bench"
+	"github.com/hindsight-dev/hindsight/bench/weaviatepeer"
 	"github.com/hindsight-dev/hindsight/vectors"
 	"github.com/hindsight-dev/hindsight/vectors/weaviate"
-	"github.com/hindsight-dev/hindsight/vectors/weaviate/weaviatetest"
+	"github.com/hindsight-dev/hindsight/vectors/weaviate/localweaviate"
 )
+
+// Peer names accepted by --peers. weaviate-hybrid is shorthand for both
+// fusions.
+const (
+	peerWeaviateBM25     = "weaviate-bm25"
+	peerWeaviateHybrid   = "weaviate-hybrid"          // rankedFusion, alpha 0.5
+	peerWeaviateRelative = "weaviate-hybrid-relative" // relativeScoreFusion, alpha 0.5
+)
+
+// KnownPeers are the names --peers accepts (besides none).
+var KnownPeers = []string{bench.FTS5Name, peerWeaviateBM25, peerWeaviateHybrid, peerWeaviateRelative}
+
+// ParsePeers parses --peers: a comma-separated list of known peer names, or
+// "none". "weaviate-hybrid" also brings in "weaviate-hybrid-relative", so
+// both fusions are measured as the design's table does.
+func ParsePeers(s string) ([]string, error) {
+	s = strings.TrimSpace(s)
+	if s == "" || s == "none" {
+		return nil, nil
+	}
+	var out []string
+	add := func(p string) {
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	for _, p := range strings.Split(s, ",") {
+		p = strings.TrimSpace(p)
+		if !slices.Contains(KnownPeers, p) {
+			return nil, fmt.Errorf("unknown peer %q (known: %s, or none)", p, strings.Join(KnownPeers, ", "))
+		}
+		add(p)
+		if p == peerWeaviateHybrid {
+			add(peerWeaviateRelative)
+		}
+	}
+	return out, nil
+}
+
+// peerEnv is what the peers may need from the run.
+type peerEnv struct {
+	work        string           // scratch directory of the run
+	weaviateURL string           // WEAVIATE_URL; "" = launch the pinned server
+	weaviateKey string           // WEAVIATE_API_KEY
+	embedder    vectors.Embedder // the run's embedder; nil without one
+	progress    io.Writer        // where to say what is being started
+
+	weaviate *weaviateGroup // the Weaviate peers' shared collection, opened on first use
+}
+
+// openPeers opens the named peers; on error the ones already open are closed.
+func openPeers(ctx context.Context, names []string, env peerEnv) ([]bench.Peer, error) {
+	if !slices.Contains(names, peerWeaviateHybrid) && !slices.Contains(names, peerWeaviateRelative) {
+		env.embedder = nil // weaviate-bm25 alone: index whole documents, no vectors
+	}
+	var peers []bench.Peer
+	for _, name := range names {
+		p, err := openPeer(ctx, name, &env)
+		if err != nil {
+			for _, q := range peers {
+				q.Close()
+			}
+			return nil, fmt.Errorf("peer %s: %w", name, err)
+		}
+		peers = append(peers, p)
+	}
+	return peers, nil
+}
+
+func openPeer(ctx context.Context, name string, env *peerEnv) (bench.Peer, error) {
+	switch name {
+	case bench.FTS5Name:
+		return bench.OpenFTS5(filepath.Join(env.work, "fts5.db"))
+	case peerWeaviateBM25, peerWeaviateHybrid, peerWeaviateRelative:
+		return openWeaviatePeer(ctx, name, env)
+	}
+	return nil, fmt.Errorf("unknown peer %q", name)
+}
+
+// Weaviate's own BM25 and hybrid search over the same documents, with
+// vectors of the same embedder (--peers weaviate-*).
 
 // weaviateModes maps the peer names to the weaviate package's search modes.
 var weaviateModes = map[string]string{
-	peerWeaviateBM25:     weaviate.PeerBM25,
-	peerWeaviateHybrid:   weaviate.PeerHybridRanked,
-	peerWeaviateRelative: weaviate.PeerHybridRelative,
+	peerWeaviateBM25:     weaviatepeer.BM25,
+	peerWeaviateHybrid:   weaviatepeer.HybridRanked,
+	peerWeaviateRelative: weaviatepeer.HybridRelative,
 }
 
 // weaviateGroup is the one Weaviate collection the Weaviate peers of a run
@@ -29,11 +114,11 @@ var weaviateModes = map[string]string{
 // the last peer is closed.
 type weaviateGroup struct {
 	mu     sync.Mutex
-	peer   *weaviate.Peer
-	server *weaviatetest.Server // launched for this run; nil with WEAVIATE_URL
-	emb    vectors.Embedder     // nil: BM25 only
-	window int                  // words per embedded window; 0 = the whole text
-	owner  string               // the peer whose Index calls index the corpus
+	peer   *weaviatepeer.Peer
+	server *localweaviate.Server // launched for this run; nil with WEAVIATE_URL
+	emb    vectors.Embedder      // nil: BM25 only
+	window int                   // words per embedded window; 0 = the whole text
+	owner  string                // the peer whose Index calls index the corpus
 	open   int
 }
 
@@ -45,7 +130,7 @@ type weaviateGroup struct {
 // embedder, so both systems search the same vectors.
 func openWeaviatePeer(ctx context.Context, name string, env *peerEnv) (bench.Peer, error) {
 	mode := weaviateModes[name]
-	if mode != weaviate.PeerBM25 && env.embedder == nil {
+	if mode != weaviatepeer.BM25 && env.embedder == nil {
 		return nil, errors.New("the hybrid peers need an embedder for the vectors: --embedder local or openai")
 	}
 	if env.weaviate == nil {
@@ -70,18 +155,18 @@ func openWeaviateGroup(ctx context.Context, env *peerEnv) (*weaviateGroup, error
 	}
 	url := env.weaviateURL
 	if url == "" {
-		bin, err := weaviatetest.Binary()
+		bin, err := localweaviate.Binary()
 		if err != nil {
 			return nil, fmt.Errorf("no Weaviate to run the peers on: set WEAVIATE_URL, or build the pinned server with `make weaviate` (%w)", err)
 		}
 		fmt.Fprintf(env.progress, "starting weaviate-server for the peers (%s)\n", bin)
-		srv, err := weaviatetest.Launch(ctx, bin, filepath.Join(env.work, "weaviate"))
+		srv, err := localweaviate.Launch(ctx, bin, filepath.Join(env.work, "weaviate"))
 		if err != nil {
 			return nil, fmt.Errorf("start weaviate-server: %w", err)
 		}
 		g.server, url = srv, srv.URL
 	}
-	p, err := weaviate.OpenPeer(ctx, weaviate.Config{URL: url, APIKey: env.weaviateKey})
+	p, err := weaviatepeer.Open(ctx, weaviate.Config{URL: url, APIKey: env.weaviateKey})
 	if err != nil {
 		if g.server != nil {
 			g.server.Stop()
@@ -94,15 +179,15 @@ func openWeaviateGroup(ctx context.Context, env *peerEnv) (*weaviateGroup, error
 
 // index embeds (for the hybrid peers) and indexes docs.
 func (g *weaviateGroup) index(ctx context.Context, docs []bench.Doc) error {
-	pd := make([]weaviate.PeerDoc, len(docs))
+	pd := make([]weaviatepeer.Doc, len(docs))
 	var texts []string
 	for i, d := range docs {
-		pd[i] = weaviate.PeerDoc{ID: d.ID, Title: d.Title, Text: d.Text}
+		pd[i] = weaviatepeer.Doc{ID: d.ID, Title: d.Title, Text: d.Text}
 		if g.emb == nil {
 			continue
 		}
 		if g.window > 0 {
-			pd[i].Chunks = weaviate.PeerChunks(d.Text, g.window)
+			pd[i].Chunks = weaviatepeer.Chunks(d.Text, g.window)
 		} else {
 			pd[i].Chunks = []string{d.Text}
 		}
@@ -157,7 +242,7 @@ func (p *weaviatePeer) Index(ctx context.Context, docs []bench.Doc) error {
 // for Hindsight's hybrid mode) and asks Weaviate.
 func (p *weaviatePeer) Search(ctx context.Context, q string, k int) ([]string, error) {
 	var qv []float32
-	if p.mode != weaviate.PeerBM25 {
+	if p.mode != weaviatepeer.BM25 {
 		vs, err := p.g.emb.Embed(ctx, []string{q})
 		if err != nil {
 			return nil, fmt.Errorf("embed query: %w", err)

@@ -1,0 +1,179 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/rs/zerolog"
+
+	"github.com/hindsight-dev/hindsight/bench"
+	"github.com/hindsight-dev/hindsight/config"
+	"github.com/hindsight-dev/hindsight/index"
+	"github.com/hindsight-dev/hindsight/kv"
+	"github.com/hindsight-dev/hindsight/ranking"
+	"github.com/hindsight-dev/hindsight/server"
+)
+
+// LoadConfig is what bench load measures.
+type LoadConfig struct {
+	Sizes       []int // data set sizes measured in turn, increasing
+	Messages    int   // mean messages per session (long-tailed)
+	Concurrency int   // concurrent sync clients
+	Users       int   // users the sessions are spread over (at least 1)
+	Queries     int   // queries per mode and path
+	Seed        uint64
+	Modes       []string // search modes to time
+	Vectors     Vectors
+	SkipRebuild bool   // do not time a full index rebuild at each step
+	JSON        bool   // print only JSON
+	Out         string // directory for report.md, growth charts and result.json; "" = none
+	Command     string // the command line, for the report
+}
+
+// Load grows a generated data set through the REST API and reports, at
+// each size, ingest throughput, index lag, query latency per mode (in-process
+// and over HTTP), rebuild speed, and memory and disk per session; with
+// several sizes, how each cost grows with the size, and with Out a report
+// with growth charts. base gives the semantic settings (the environment).
+func Load(ctx context.Context, base config.Config, c LoadConfig, stdout, stderr io.Writer) error {
+	progressOut := stderr
+	if c.JSON {
+		progressOut = io.Discard
+	}
+	work, err := os.MkdirTemp("", "hindsight-load-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	dataDir := filepath.Join(work, "data")
+	first, a, stop, err := startServer(ctx, dataDir, zerolog.Nop(), base, c.Vectors)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	clients := []*bench.Client{first}
+	userIDs := []string{}
+	for i := 1; i < c.Users; i++ {
+		name := fmt.Sprintf("bench%d", i)
+		if _, err := a.Accounts.CreateUser(ctx, name); err != nil {
+			return err
+		}
+		key, _, err := a.Accounts.CreateKey(ctx, name, "bench")
+		if err != nil {
+			return err
+		}
+		c := *first
+		c.Key = key
+		clients = append(clients, &c)
+	}
+	for _, c := range clients {
+		uid, err := a.Accounts.Authenticate(ctx, c.Key)
+		if err != nil {
+			return err
+		}
+		userIDs = append(userIDs, uid)
+	}
+	modeList := c.Modes
+	for _, m := range modeList {
+		if m != string(ranking.FullText) && !a.Search.Semantic() {
+			return fmt.Errorf("mode %s needs an embedder: --embedder local or openai", m)
+		}
+	}
+	target := bench.LoadTarget{
+		Clients:  clients,
+		Modes:    modeList,
+		WaitIdle: a.Pipeline.WaitIdle,
+		Pending:  server.OutboxDepth(a.Store),
+		Lags:     a.Pipeline.Lags,
+		Search: func(ctx context.Context, user int, mode, q string, k int) (int, error) {
+			res, err := a.Search.Search(ctx, ranking.Query{UserID: userIDs[user], Text: q, Mode: ranking.Mode(mode), Limit: k})
+			return len(res.Results), err
+		},
+		Rebuild: func(ctx context.Context) (int, error) {
+			return timedRebuild(ctx, a.Store, filepath.Join(work, "rebuild-index"), progressOut)
+		},
+		DiskBytes: func() (int64, int64) {
+			fi, _ := os.Stat(a.Store.Path())
+			var rec int64
+			if fi != nil {
+				rec = fi.Size()
+			}
+			return rec, dirSize(filepath.Join(dataDir, "index"))
+		},
+	}
+	loader := bench.NewLoader(target, c.Seed)
+	res := &bench.LoadResult{Modes: modeList, Settings: runSettings(map[string]string{
+		"command":     c.Command,
+		"messages":    fmt.Sprintf("%d mean per session (long-tailed)", c.Messages),
+		"concurrency": strconv.Itoa(c.Concurrency),
+		"users":       strconv.Itoa(c.Users),
+		"seed":        strconv.FormatUint(c.Seed, 10),
+		"queries":     fmt.Sprintf("%d per mode and path, limit 20", c.Queries),
+		"embedder":    c.Vectors.Embedder,
+	})}
+	for _, n := range c.Sizes {
+		st, err := loader.Step(ctx, bench.StepOptions{Sessions: n, Messages: c.Messages, Concurrency: c.Concurrency,
+			Queries: c.Queries, Progress: progressOut, SkipRebuild: c.SkipRebuild})
+		if err != nil {
+			return err
+		}
+		res.Steps = append(res.Steps, st)
+		if l := loadAverage(); l != "" {
+			// Timings are wall time: say how busy the machine was.
+			key := "load average after each step (1 minute)"
+			res.Settings[key] = strings.TrimPrefix(res.Settings[key]+", "+l, ", ")
+		}
+		if !c.JSON {
+			bench.PrintLoad(stdout, res.Steps[len(res.Steps)-1:], modeList)
+		}
+		if c.Out != "" {
+			// Write after every step, so a long --grow run that is stopped
+			// keeps what it measured.
+			res.Finish()
+			if err := bench.WriteLoadFiles(c.Out, res); err != nil {
+				return err
+			}
+		}
+	}
+	res.Finish()
+	if c.JSON {
+		return json.NewEncoder(stdout).Encode(res)
+	}
+	bench.PrintGrowth(stdout, res)
+	if c.Out != "" {
+		fmt.Fprintf(stdout, "report: %s\n", filepath.Join(c.Out, bench.ReportFile))
+	}
+	return nil
+}
+
+// timedRebuild indexes every session into a fresh index in dir (as
+// `hindsight reindex` does), removes it afterwards, and returns how many
+// sessions it indexed.
+func timedRebuild(ctx context.Context, st *kv.Store, dir string, progressOut io.Writer) (int, error) {
+	defer os.RemoveAll(dir)
+	idx, n, err := rebuildWith(ctx, st, dir, index.Options{}, "rebuild index", progressOut)
+	if err != nil {
+		return 0, err
+	}
+	return n, idx.Close()
+}
+
+func dirSize(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}

@@ -1,0 +1,72 @@
+// Package runner runs Hindsight's benchmarks against a real server built by
+// package server: relevance (ranking quality and its cost on a labelled
+// dataset, next to peer systems), load (cost as generated data grows) and
+// ingest (write throughput). The hindsight command parses their flags into
+// the configurations here; package bench holds the measuring and reporting
+// they share.
+package runner
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/hindsight-dev/hindsight/bench"
+	"github.com/hindsight-dev/hindsight/config"
+	"github.com/hindsight-dev/hindsight/ingest"
+	"github.com/hindsight-dev/hindsight/server"
+)
+
+// startServer starts a Hindsight on a loopback port over a fresh data
+// directory dir, with a user "bench" and its key, and rate limiting off (the
+// bench measures capacity, not policy). Its embedder and vector store are
+// vec's choice, the other semantic settings base's (the environment, as for
+// serve). The returned stop closes it.
+func startServer(ctx context.Context, dir string, log zerolog.Logger, base config.Config, vec Vectors) (*bench.Client, *server.Server, func(), error) {
+	cfg := config.Config{Data: dir, Limits: ingest.DefaultLimits(), Semantic: base.Semantic}
+	if err := vec.apply(&cfg); err != nil {
+		return nil, nil, nil, err
+	}
+	a, err := server.New(ctx, cfg, log)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if _, err := a.Accounts.CreateUser(ctx, "bench"); err != nil {
+		a.Close(ctx)
+		return nil, nil, nil, err
+	}
+	key, _, err := a.Accounts.CreateKey(ctx, "bench", "bench")
+	if err != nil {
+		a.Close(ctx)
+		return nil, nil, nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		a.Close(ctx)
+		return nil, nil, nil, err
+	}
+	srv := &http.Server{Handler: a.Handler()}
+	go srv.Serve(ln)
+	bgCtx, stopBg := context.WithCancel(context.Background())
+	bgDone := make(chan struct{})
+	go func() {
+		defer close(bgDone)
+		a.Background(bgCtx)
+	}()
+	c := &bench.Client{URL: "http://" + ln.Addr().String(), Key: key, HTTP: &http.Client{
+		Timeout:   2 * time.Minute,
+		Transport: &http.Transport{MaxIdleConnsPerHost: 256},
+	}}
+	stop := func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+		stopBg()
+		<-bgDone
+		a.Close(sctx)
+	}
+	return c, a, stop, nil
+}

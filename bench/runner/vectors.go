@@ -1,0 +1,53 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/hindsight-dev/hindsight/config"
+)
+
+// Vectors is a bench run's choice of embedder and vector store (--embedder
+// and --store). A run wires them exactly as serve does (server.New), so it
+// measures the same embedding stage, store and fusion defaults the server
+// runs; the flags only choose which ones.
+type Vectors struct {
+	Embedder string // auto (as serve chooses), none, local, openai
+	Store    string // embedded, weaviate
+}
+
+// Validate checks the choice (before any work starts).
+func (c Vectors) Validate() error {
+	switch c.Embedder {
+	case "auto", "none", "local", "openai":
+	default:
+		return fmt.Errorf("--embedder must be auto, none, local or openai, got %q", c.Embedder)
+	}
+	switch c.Store {
+	case "embedded", "weaviate":
+	default:
+		return fmt.Errorf("--store must be embedded or weaviate, got %q", c.Store)
+	}
+	return nil
+}
+
+// apply puts the embedder and store choice into the server configuration
+// of a bench run. Everything else (model directory, OpenAI key and model,
+// RRF settings) stays as cfg has it: the environment, as for serve.
+func (c Vectors) apply(cfg *config.Config) error {
+	cfg.Semantic.Embedder = c.Embedder
+	if c.Embedder == "auto" {
+		cfg.Semantic.Embedder = "" // serve's automatic choice
+	}
+	switch c.Store {
+	case "weaviate":
+		if cfg.Semantic.WeaviateURL == "" {
+			return errors.New("--store weaviate needs WEAVIATE_URL (and WEAVIATE_API_KEY if the server wants one)")
+		}
+	default:
+		// The embedded store, even when WEAVIATE_URL is set in the
+		// environment: the flag, not the environment, picks the store.
+		cfg.Semantic.WeaviateURL = ""
+	}
+	return nil
+}

@@ -1,0 +1,142 @@
+package config_test
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/hindsight-dev/hindsight/config"
+)
+
+// load binds serve's settings, parses args and returns the Config and Err.
+func load(env map[string]string, args ...string) (config.Config, error) {
+	c := config.Default()
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	ld := config.NewLoader(fs, config.MapEnv(env))
+	ld.Serve(&c)
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	return c, ld.Err()
+}
+
+func TestBadValuesAreErrors(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		args []string
+		name string // what the error must name
+		want string // and what it must say is accepted
+	}{
+		{env: map[string]string{"HINDSIGHT_RATE_LIMIT": "2OO"}, name: "HINDSIGHT_RATE_LIMIT", want: "a number of requests per second"},
+		{env: map[string]string{"HINDSIGHT_RATE_LIMIT": "-1"}, name: "HINDSIGHT_RATE_LIMIT", want: "0 (off) or more"},
+		{env: map[string]string{"HINDSIGHT_RATE_BURST": "1e3"}, name: "HINDSIGHT_RATE_BURST", want: "whole number"},
+		{env: map[string]string{"HINDSIGHT_MAX_BODY_BYTES": "16MiB"}, name: "HINDSIGHT_MAX_BODY_BYTES", want: "at least 1024"},
+		{env: map[string]string{"HINDSIGHT_MAX_BODY_BYTES": "100"}, name: "HINDSIGHT_MAX_BODY_BYTES", want: "at least 1024"},
+		{env: map[string]string{"HINDSIGHT_MAX_BATCH_ENTRIES": "0"}, name: "HINDSIGHT_MAX_BATCH_ENTRIES", want: "at least 1"},
+		{env: map[string]string{"HINDSIGHT_MAX_PART_BYTES": "x"}, name: "HINDSIGHT_MAX_PART_BYTES", want: "whole number"},
+		{env: map[string]string{"HINDSIGHT_MAX_FIELD_BYTES": "1.5"}, name: "HINDSIGHT_MAX_FIELD_BYTES", want: "whole number"},
+		{env: map[string]string{"HINDSIGHT_LOG_FORMAT": "xml"}, name: "HINDSIGHT_LOG_FORMAT", want: "console, json"},
+		{env: map[string]string{"HINDSIGHT_LOG_LEVEL": "loud"}, name: "HINDSIGHT_LOG_LEVEL", want: "debug"},
+		{env: map[string]string{"HINDSIGHT_EMBEDDER": "bert"}, name: "HINDSIGHT_EMBEDDER", want: "openai, local, none"},
+		{env: map[string]string{"HINDSIGHT_OPENAI_DIM": "big"}, name: "HINDSIGHT_OPENAI_DIM", want: "dimensions"},
+		{env: map[string]string{"HINDSIGHT_RRF_K": "sixty"}, name: "HINDSIGHT_RRF_K", want: "positive number"},
+		{env: map[string]string{"HINDSIGHT_RRF_SEMANTIC_WEIGHT": "-0.2"}, name: "HINDSIGHT_RRF_SEMANTIC_WEIGHT", want: "positive number"},
+		{env: map[string]string{"WEAVIATE_URL": "localhost:8080"}, name: "WEAVIATE_URL", want: "http:// or https://"},
+		{args: []string{"--rate-limit", "2OO"}, name: "-rate-limit", want: "a number of requests per second"},
+		{args: []string{"--max-body-bytes", "10"}, name: "-max-body-bytes", want: "at least 1024"},
+		{args: []string{"--rate-burst", "many"}, name: "-rate-burst", want: "whole number"},
+		{args: []string{"--log-level", ""}, name: "-log-level", want: "debug"},
+		{args: []string{"--embedder", "auto"}, name: "-embedder", want: "openai, local, none"},
+	} {
+		_, err := load(tc.env, tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.name) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("env %v args %q: err = %v, want one naming %s and saying %q", tc.env, tc.args, err, tc.name, tc.want)
+		}
+		var ce *config.Error
+		if tc.env != nil && !errors.As(err, &ce) {
+			t.Errorf("env %v: err %v is not a *config.Error", tc.env, err)
+		}
+	}
+}
+
+func TestPrecedence(t *testing.T) {
+	env := map[string]string{"HINDSIGHT_RATE_LIMIT": "5", "HINDSIGHT_ADDR": "0.0.0.0:1", "HINDSIGHT_DATA": "  ",
+		"HINDSIGHT_MAX_BATCH_ENTRIES": "7", "OPENAI_API_KEY": "sk", "HINDSIGHT_RRF_K": "30"}
+	c, err := load(env, "--addr", "127.0.0.1:9", "--max-batch-entries", "9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := config.Default()
+	for _, tc := range []struct {
+		name      string
+		got, want any
+	}{
+		{"rate (env over default)", c.Rate, 5.0},
+		{"addr (flag over env)", c.Addr, "127.0.0.1:9"},
+		{"data (a blank variable is unset)", c.Data, config.DefaultData},
+		{"batch entries (flag over env)", c.Limits.MaxBatchEntries, 9},
+		{"part bytes (default)", c.Limits.MaxPartBytes, d.Limits.MaxPartBytes},
+		{"burst (default)", c.Burst, 1000},
+		{"openai key (env only)", c.Semantic.OpenAIKey, "sk"},
+		{"rrf k (env only)", c.Semantic.RRFK, 30.0},
+		{"model (default)", c.Semantic.OpenAIModel, "text-embedding-3-small"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s = %v, want %v", tc.name, tc.got, tc.want)
+		}
+	}
+}
+
+// --help shows each flag's variable and its default, never a secret.
+func TestHelpNamesVariables(t *testing.T) {
+	c := config.Default()
+	var out bytes.Buffer
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(&out)
+	ld := config.NewLoader(fs, config.MapEnv(map[string]string{"OPENAI_API_KEY": "sk-secret"}))
+	ld.Serve(&c)
+	if err := fs.Parse([]string{"--help"}); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("--help: %v", err)
+	}
+	for _, want := range []string{"env HINDSIGHT_RATE_LIMIT", "(default 200)", "env HINDSIGHT_DATA", `(default "./hindsight-data")`, "env HINDSIGHT_EMBEDDER"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("help lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "sk-secret") {
+		t.Error("help shows the OpenAI key")
+	}
+}
+
+func TestLogRedactsSecrets(t *testing.T) {
+	c := config.Default()
+	c.Semantic.OpenAIKey = "sk-live-123"
+	c.Semantic.WeaviateKey = "wv-456"
+	c.Semantic.WeaviateURL = "https://admin:pw789@weaviate.example"
+	c.APIKey = "osk_abc"
+	var buf bytes.Buffer
+	log := zerolog.New(&buf)
+	log.Info().Object("config", c).Msg("")
+	for _, secret := range []string{"sk-live-123", "wv-456", "pw789", "osk_abc"} {
+		if strings.Contains(buf.String(), secret) {
+			t.Errorf("logged config holds %q: %s", secret, buf.String())
+		}
+	}
+	for _, want := range []string{`"openai_api_key":"[redacted]"`, `"weaviate_api_key":"[redacted]"`, `"weaviate_url":"https://admin:xxxxx@weaviate.example"`, `"rate_limit":200`} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("logged config lacks %s: %s", want, buf.String())
+		}
+	}
+	// An unset secret is logged as empty, so "set or not" stays visible.
+	buf.Reset()
+	log.Info().Object("config", config.Default()).Msg("")
+	if !strings.Contains(buf.String(), `"openai_api_key":""`) {
+		t.Errorf("unset key not logged as empty: %s", buf.String())
+	}
+}

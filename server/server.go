@@ -1,0 +1,275 @@
+// Package server builds a whole Hindsight from a [config.Config]: the
+// records store, the full-text index, accounts, the ingest service and its
+// indexing pipeline, the embedder and vector store, the ranking engine, the
+// REST API, the dashboard and the metrics, all on one router. The command
+// serves it ([Server.Run]); tests and the benchmarks drive the same wiring
+// through [Server.Handler] and [Server.Background].
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/mux"
+	"github.com/rs/zerolog"
+
+	"github.com/hindsight-dev/hindsight/accounts"
+	"github.com/hindsight-dev/hindsight/admin"
+	"github.com/hindsight-dev/hindsight/config"
+	"github.com/hindsight-dev/hindsight/dashboard"
+	"github.com/hindsight-dev/hindsight/httpd"
+	"github.com/hindsight-dev/hindsight/index"
+	"github.com/hindsight-dev/hindsight/ingest"
+	"github.com/hindsight-dev/hindsight/kv"
+	"github.com/hindsight-dev/hindsight/mcpd"
+	"github.com/hindsight-dev/hindsight/metrics"
+	"github.com/hindsight-dev/hindsight/ranking"
+	"github.com/hindsight-dev/hindsight/vectors"
+)
+
+// Version is the release this build reports (hindsight version, the MCP
+// server's implementation info).
+const Version = "0.1.0-dev"
+
+// Server is a wired Hindsight. New sets its exported parts; callers use
+// them and do not replace them.
+type Server struct {
+	Store     *kv.Store
+	Index     *index.Index
+	Accounts  *accounts.Accounts
+	Ingest    *ingest.Service
+	Pipeline  *ingest.Pipeline
+	Search    *ranking.Engine
+	Semantic  *Semantic
+	API       *httpd.Server
+	Dashboard *dashboard.Server
+	Metrics   *metrics.Metrics
+
+	cfg     config.Config
+	handler http.Handler
+	log     zerolog.Logger
+	// needsRebuild: the index is new or incomplete and Background must
+	// rebuild it.
+	needsRebuild bool
+	rebuilding   atomic.Bool
+	// rebuildFailed: the index is incomplete until the next start or reindex.
+	rebuildFailed atomic.Bool
+}
+
+// OpenStore opens the records in dir, failing within a second (with a
+// message that says so) when another process holds them.
+func OpenStore(dir string) (*kv.Store, error) {
+	st, err := kv.Open(dir, kv.Options{LockTimeout: time.Second})
+	if errors.Is(err, kv.ErrLocked) {
+		return nil, fmt.Errorf("data directory %s is in use by another hindsight process (is `hindsight serve` running on it?): %w", dir, err)
+	}
+	return st, err
+}
+
+// New opens cfg.Data and wires every part. Nothing runs until Background
+// or Run; Close releases it all.
+func New(ctx context.Context, cfg config.Config, log zerolog.Logger) (*Server, error) {
+	st, err := OpenStore(cfg.Data)
+	if err != nil {
+		return nil, err
+	}
+	idx, rebuild, err := openIndex(ctx, cfg.Data, st, log)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	sem, err := OpenSemantic(ctx, cfg.Semantic, cfg.Data, false)
+	if err != nil {
+		idx.Close()
+		st.Close()
+		return nil, err
+	}
+	s := &Server{Store: st, Index: idx, Semantic: sem, cfg: cfg, log: log, needsRebuild: rebuild}
+	s.rebuilding.Store(rebuild)
+	s.Accounts = accounts.New(st, nil)
+	s.Ingest = ingest.NewService(st, nil)
+	s.Metrics = metrics.New(s.metricSources())
+	var stages []ingest.Stage
+	var vs ranking.VectorSearcher
+	var emb ranking.Embedder
+	if sem.Stage != nil {
+		stages = append(stages, sem.Stage)
+		vs, emb = vectorSearcher{sem.Store}, sem.Embedder
+	}
+	s.Pipeline = ingest.NewPipeline(st, idx, ingest.PipelineOptions{Logger: log, OnLag: s.Metrics.ObserveLag}, stages...)
+	s.Ingest.OnWrite(s.Pipeline.Notify)
+	s.Search = ranking.New(idx, vs, emb, sem.Options)
+	s.API = httpd.New(httpd.Config{
+		Auth: s.Accounts, Ingest: s.Ingest, Records: st, Search: s.Search, Limits: cfg.Limits,
+		RatePerSecond: cfg.Rate, RateBurst: cfg.Burst, Logger: log,
+		Observe: s.Metrics.ObserveRequest, Ready: s.readiness,
+	})
+	s.Dashboard, err = dashboard.New(dashboard.Config{Store: st, Accounts: s.Accounts, Search: s.Search, Logger: log,
+		Web: accounts.NewWeb(st, accounts.WebOptions{BcryptCost: cfg.BcryptCost})})
+	if err != nil {
+		s.Close(ctx)
+		return nil, err
+	}
+	// The router is ours; the API and the dashboard each register their
+	// routes on it without knowing of the other.
+	r := mux.NewRouter()
+	s.API.Install(r)
+	s.Dashboard.Install(r)
+	r.Handle("/metrics", s.Metrics.Handler()).Methods(http.MethodGet)
+	// MCP clients authenticate with the same keys and share the per-key
+	// rate limit; a bad key is a 401 before any MCP exchange.
+	r.Handle("/mcp", s.API.Authenticated(mcpd.Handler(st, s.Search, httpd.UserID, log, Version)))
+	s.handler = s.API.Handler(r)
+	return s, nil
+}
+
+// Handler answers the API, the dashboard and /metrics.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+func (s *Server) metricSources() metrics.Sources {
+	sem := s.Semantic
+	usage := func(f func(vectors.UsageSnapshot) float64) func() float64 {
+		if sem.Stage == nil {
+			return nil
+		}
+		return func() float64 { return f(sem.Usage.Snapshot()) }
+	}
+	var skipped func() float64
+	if sem.Stage != nil {
+		skipped = func() float64 { _, n := sem.Stage.Counts(); return float64(n) }
+	}
+	return metrics.Sources{
+		EmbedRequests: usage(func(u vectors.UsageSnapshot) float64 { return float64(u.Requests) }),
+		EmbedTokens:   usage(func(u vectors.UsageSnapshot) float64 { return float64(u.Tokens + u.EstimatedTokens) }),
+		EmbedCostUSD:  usage(func(u vectors.UsageSnapshot) float64 { return u.CostUSD }),
+		EmbedErrors:   usage(func(u vectors.UsageSnapshot) float64 { return float64(u.Errors) }),
+		EmbedSkipped:  skipped,
+		OutboxDepth:   func() float64 { return float64(OutboxDepth(s.Store)()) },
+		RecordsBytes: func() float64 {
+			fi, err := os.Stat(s.Store.Path())
+			if err != nil {
+				return 0
+			}
+			return float64(fi.Size())
+		},
+		IndexedTotal: func() float64 { return float64(s.Pipeline.Status().Indexed) },
+	}
+}
+
+// OutboxDepth returns a counter of the sessions waiting for the indexing
+// pipeline.
+func OutboxDepth(st *kv.Store) func() int {
+	return func() int {
+		n := 0
+		st.View(context.Background(), func(tx *kv.Tx) error {
+			n = tx.OutboxLen()
+			return nil
+		})
+		return n
+	}
+}
+
+// readiness lists why the service cannot fully answer yet (none = ready).
+func (s *Server) readiness(ctx context.Context) []string {
+	var reasons []string
+	if s.rebuilding.Load() {
+		reasons = append(reasons, "full-text index is being rebuilt from the records")
+	}
+	if s.rebuildFailed.Load() {
+		reasons = append(reasons, "full-text index rebuild failed: restart or run hindsight reindex")
+	}
+	if err := s.Pipeline.Status().LastErr; err != nil {
+		reasons = append(reasons, "indexing is failing: "+err.Error())
+	}
+	return reasons
+}
+
+// Background runs the background work: the index rebuild when needed, then
+// the outbox drain. The API answers meanwhile. It returns when ctx ends.
+func (s *Server) Background(ctx context.Context) {
+	if s.needsRebuild {
+		s.log.Info().Msg("building the full-text index from the records")
+		if err := rebuildIndex(ctx, s.Store, s.Pipeline, LogProgress(s.log, "indexing sessions")); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			s.log.Error().Err(err).Msg("index rebuild failed; it is retried at the next start (or run hindsight reindex)")
+			s.rebuildFailed.Store(true)
+		}
+		s.rebuilding.Store(false)
+	}
+	s.Pipeline.Run(ctx)
+}
+
+// Run serves on ln, with the background work and the admin socket, until
+// ctx ends; then it finishes in-flight requests (up to 20 seconds) and
+// stops the background work. The caller closes the server afterwards.
+func (s *Server) Run(ctx context.Context, ln net.Listener) error {
+	s.log.Info().Object("config", s.cfg).Msg("effective configuration")
+	bgCtx, stopBg := context.WithCancel(context.Background())
+	bgDone := make(chan struct{})
+	go func() {
+		defer close(bgDone)
+		s.Background(bgCtx)
+	}()
+	// Writes are done when this runs: the indexer finishes its step, then
+	// stops. What is still on the outbox is indexed at the next start.
+	defer func() {
+		stopBg()
+		<-bgDone
+	}()
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       2 * time.Minute, // a 16 MiB batch over a slow link
+		IdleTimeout:       2 * time.Minute,
+	}
+	stopAdmin, err := admin.Serve(s.cfg.Data, s.Store, s.Accounts, s.cfg.BcryptCost, s.log)
+	if err != nil {
+		// The API does not depend on it.
+		s.log.Warn().Err(err).Msg("admin socket unavailable: users/keys commands need the server stopped")
+		stopAdmin = func(context.Context) {}
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	flush := time.NewTicker(30 * time.Second)
+	defer flush.Stop()
+	for {
+		select {
+		case err := <-errc:
+			stopAdmin(context.Background())
+			return fmt.Errorf("serve: %w", err)
+		case <-flush.C:
+			if err := s.Accounts.Flush(ctx); err != nil {
+				s.log.Warn().Err(err).Msg("write key last-used times")
+			}
+			continue
+		case <-ctx.Done():
+		}
+		break
+	}
+	s.log.Info().Msg("shutting down: finishing in-flight requests")
+	sctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		s.log.Warn().Err(err).Msg("in-flight requests did not finish in time")
+	}
+	stopAdmin(sctx)
+	return nil
+}
+
+// Close writes what is buffered (keys' last-used times) and releases the
+// index, the vector store and the records.
+func (s *Server) Close(ctx context.Context) error {
+	var flush error
+	if s.Accounts != nil {
+		flush = s.Accounts.Flush(ctx)
+	}
+	return errors.Join(flush, s.Index.Close(), s.Semantic.Close(), s.Store.Close())
+}
