@@ -68,12 +68,12 @@ func (ta *testApp) searchable(key string, found, notFound []string) {
 	ta.t.Helper()
 	ta.idle()
 	for _, q := range found {
-		if code, rs := ta.search(key, q, ""); code != http.StatusOK || len(rs) != 1 {
+		if code, rs := ta.searchStatus(key, q, ""); code != http.StatusOK || len(rs) != 1 {
 			ta.t.Errorf("search %q: %d, %d hits; want 1", q, code, len(rs))
 		}
 	}
 	for _, q := range notFound {
-		if code, rs := ta.search(key, q, ""); code != http.StatusOK || len(rs) != 0 {
+		if code, rs := ta.searchStatus(key, q, ""); code != http.StatusOK || len(rs) != 0 {
 			ta.t.Errorf("search %q: %d, %d hits; want none (not searchable)", q, code, len(rs))
 		}
 	}

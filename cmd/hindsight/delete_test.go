@@ -64,7 +64,10 @@ func TestDeleteRemovesEveryTrace(t *testing.T) {
 		}
 		for _, p := range []string{"/api/sessions?limit=500", "/sync/sessions/list", "/api/search?q=zebracorn&limit=100&explain=true",
 			"/api/context?q=zebracorn&limit=50", "/api/context?q=zebracorn&format=messages&limit=50"} {
-			_, b := ta.do(http.MethodGet, key, p, nil)
+			code, b := ta.do(http.MethodGet, key, p, nil)
+			if code != http.StatusOK {
+				t.Errorf("%s: %s answered %d, want 200: %.300s", what, p, code, b)
+			}
 			if strings.Contains(string(b), id) || strings.Contains(string(b), `"`+ext+`"`) || strings.Contains(string(b), "session"+ext[1:]+" ") {
 				t.Errorf("%s: %s still shows the session: %.300s", what, p, b)
 			}
@@ -175,7 +178,7 @@ func TestDeleteRemovesVectors(t *testing.T) {
 			n := victim.ExternalID[1:]
 			q := fmt.Sprintf("vector text 0 of session %s\n\nvector text 1 of session %s", strings.TrimLeft(n, "0"), strings.TrimLeft(n, "0"))
 			for _, mode := range []string{"semantic", "hybrid"} {
-				_, rs := ta.search(key, q, "&type="+mode+"&limit=100")
+				rs := ta.search(key, q, "&type="+mode+"&limit=100")
 				for _, r := range rs {
 					if r.ID == victim.ID {
 						t.Errorf("%s search still finds the deleted session", mode)

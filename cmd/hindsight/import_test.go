@@ -346,7 +346,7 @@ func TestImportClaudeCode(t *testing.T) {
 		{"wombatbuild", "Show me the whole build log"}, {"okapi", "Summarise my meeting notes"},
 		{"pangolinthought", ""}, {"toolresultonly", ""}, {"hugeoutputmarker", ""},
 	} {
-		code, rs := ta.search(key, tc.q, "")
+		code, rs := ta.searchStatus(key, tc.q, "")
 		if code != http.StatusOK {
 			t.Fatalf("search %q: %d", tc.q, code)
 		}
@@ -424,7 +424,7 @@ func TestImportOpenCode(t *testing.T) {
 	}
 	ta.idle()
 	for q, want := range map[string]int{"zebrafinch": 1, "capybara": 1, "marmosetreason": 0, "toolresultonly": 0, "Retry-After": 1} {
-		if code, rs := ta.search(key, q, ""); code != http.StatusOK || len(rs) != want {
+		if code, rs := ta.searchStatus(key, q, ""); code != http.StatusOK || len(rs) != want {
 			t.Errorf("search %q: %d, %q; want %d hits", q, code, titles(rs), want)
 		}
 	}

@@ -130,7 +130,20 @@ type searchResult struct {
 	MatchedIn []string `json:"matchedIn"`
 }
 
-func (ta *testApp) search(key, q, extra string) (int, []searchResult) {
+// search runs a query that must succeed: any status but 200 fails the test,
+// so "finds nothing" can never be a 500 in disguise.
+func (ta *testApp) search(key, q, extra string) []searchResult {
+	ta.t.Helper()
+	code, rs := ta.searchStatus(key, q, extra)
+	if code != http.StatusOK {
+		ta.t.Fatalf("search %.60q%s: status %d, want 200", q, extra, code)
+	}
+	return rs
+}
+
+// searchStatus runs a query whose status the caller checks (a 400 for bad
+// query syntax is a valid answer); results are decoded only from a 200.
+func (ta *testApp) searchStatus(key, q, extra string) (int, []searchResult) {
 	ta.t.Helper()
 	code, b := ta.do(http.MethodGet, key, "/api/search?q="+url.QueryEscape(q)+extra, nil)
 	var res struct{ Results []searchResult }
@@ -195,7 +208,7 @@ func TestSearchableTextRules(t *testing.T) {
 		{"toolargword", false}, {"toolresultword", false}, {"thinkingword", false},
 		{"systemword", false}, {"toolroleword", false}, {"shadowedword", false},
 	} {
-		code, rs := ta.search(key, tc.q, "")
+		code, rs := ta.searchStatus(key, tc.q, "")
 		if code != http.StatusOK || (len(rs) == 1) != tc.found {
 			t.Errorf("search %q: status %d, %d results; want found=%v", tc.q, code, len(rs), tc.found)
 		}
@@ -216,7 +229,7 @@ func TestSearchIsolationAndFreshness(t *testing.T) {
 		t.Fatalf("sync: %d %s", code, b)
 	}
 	for {
-		_, rs := ta.search(bob, "probes", "")
+		rs := ta.search(bob, "probes", "")
 		if len(rs) == 1 {
 			break
 		}
@@ -227,7 +240,7 @@ func TestSearchIsolationAndFreshness(t *testing.T) {
 	}
 	ta.idle()
 	for _, extra := range []string{"", "&explain=true"} {
-		_, rs := ta.search(bob, "kubernetes rollout secret", extra)
+		rs := ta.search(bob, "kubernetes rollout secret", extra)
 		if len(rs) != 1 || strings.Contains(strings.Join(titles(rs), ","), "alice") {
 			t.Errorf("bob's search%s returned %v", extra, titles(rs))
 		}
@@ -236,15 +249,27 @@ func TestSearchIsolationAndFreshness(t *testing.T) {
 				t.Errorf("bob's snippet leaks alice's text: %q", *r.Snippet)
 			}
 		}
-		_, rs = ta.search(alice, "probes", extra)
+		rs = ta.search(alice, "probes", extra)
 		if len(rs) != 0 {
 			t.Errorf("alice sees bob's session%s: %v", extra, titles(rs))
 		}
 	}
+	// The leak check is only worth something on a 200 that can show a
+	// session: bob's own context for "probes" must find his session, and
+	// his context for alice's words must find none of hers.
 	for _, format := range []string{"text", "messages"} {
-		_, b := ta.do(http.MethodGet, bob, "/api/context?q=secret+rollout&format="+format, nil)
-		if strings.Contains(string(b), "alice") || strings.Contains(string(b), "stuck") {
-			t.Errorf("bob's context (%s) leaks alice's session: %s", format, b)
+		for _, tc := range []struct {
+			q        string
+			sessions int
+		}{{"probes", 1}, {"secret rollout", 0}} {
+			code, b := ta.do(http.MethodGet, bob, "/api/context?q="+url.QueryEscape(tc.q)+"&format="+format, nil)
+			var res struct{ SessionCount *int }
+			if code != http.StatusOK || json.Unmarshal(b, &res) != nil || res.SessionCount == nil || *res.SessionCount != tc.sessions {
+				t.Errorf("bob's context (%s) for %q: status %d, want 200 with sessionCount %d: %.300s", format, tc.q, code, tc.sessions, b)
+			}
+			if strings.Contains(string(b), "alice") || strings.Contains(string(b), "stuck") {
+				t.Errorf("bob's context (%s) leaks alice's session: %s", format, b)
+			}
 		}
 	}
 }
@@ -267,7 +292,7 @@ func TestSearchReflectsUpdates(t *testing.T) {
 		q    string
 		want int
 	}{{"oldword", 0}, {"newword", 1}, {"heading", 1}, {"first", 0}} {
-		if _, rs := ta.search(key, tc.q, ""); len(rs) != tc.want {
+		if rs := ta.search(key, tc.q, ""); len(rs) != tc.want {
 			t.Errorf("search %q: %d results, want %d", tc.q, len(rs), tc.want)
 		}
 	}
@@ -276,7 +301,7 @@ func TestSearchReflectsUpdates(t *testing.T) {
 		t.Fatalf("%d %s", code, b)
 	}
 	ta.idle()
-	if _, rs := ta.search(key, "newword", ""); len(rs) != 1 {
+	if rs := ta.search(key, "newword", ""); len(rs) != 1 {
 		t.Errorf("message text lost after a title-only update")
 	}
 }
@@ -295,19 +320,19 @@ func TestHostileQueries(t *testing.T) {
 		"\x00\x01", `{{}}[]`, `AND OR NOT`, `/regex.*/`,
 	} {
 		for _, mode := range []string{"", "&explain=true"} {
-			code, _ := ta.search(key, q, mode)
+			code, _ := ta.searchStatus(key, q, mode)
 			if code != http.StatusOK && code != http.StatusBadRequest {
 				t.Errorf("query %.40q: status %d, want 200 or 400", q, code)
 			}
 		}
 	}
-	if code, rs := ta.search(key, `"quick brown"`, ""); code != 200 || len(rs) != 1 {
+	if code, rs := ta.searchStatus(key, `"quick brown"`, ""); code != 200 || len(rs) != 1 {
 		t.Errorf("phrase search: %d %v", code, rs)
 	}
-	if code, rs := ta.search(key, `fox -quick`, ""); code != 200 || len(rs) != 0 {
+	if code, rs := ta.searchStatus(key, `fox -quick`, ""); code != 200 || len(rs) != 0 {
 		t.Errorf("exclusion: %d %v", code, rs)
 	}
-	if code, rs := ta.search(key, `日本語`, ""); code != 200 || len(rs) != 1 {
+	if code, rs := ta.searchStatus(key, `日本語`, ""); code != 200 || len(rs) != 1 {
 		t.Errorf("CJK search: %d %v", code, rs)
 	}
 	// Bad parameters are clear 400s.
@@ -339,11 +364,11 @@ func TestExplainAndShapes(t *testing.T) {
 		},
 	})
 	ta.idle()
-	_, rs := ta.search(key, "login", "")
+	rs := ta.search(key, "login", "")
 	if len(rs) != 1 || rs[0].ID == "" || rs[0].Score != nil || rs[0].Snippet != nil || rs[0].AltID != "" {
 		t.Fatalf("default results must carry id and no score/snippet: %+v", rs)
 	}
-	_, rs = ta.search(key, "login", "&explain=true")
+	rs = ta.search(key, "login", "&explain=true")
 	if len(rs) != 1 || rs[0].Score == nil || rs[0].Snippet == nil {
 		t.Fatalf("explain results: %+v", rs)
 	}
@@ -405,7 +430,7 @@ func TestIndexRebuildGivesIdenticalResults(t *testing.T) {
 	queries := []string{"topic3", "word2 topic1", "session mentions", "topic6 -word4", `"mentions topic2"`}
 	before := map[string][]searchResult{}
 	for _, q := range queries {
-		_, before[q] = ta.search(key, q, "&limit=100&explain=true")
+		before[q] = ta.search(key, q, "&limit=100&explain=true")
 		if len(before[q]) == 0 {
 			t.Fatalf("query %q found nothing before the rebuild", q)
 		}
@@ -418,7 +443,7 @@ func TestIndexRebuildGivesIdenticalResults(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for _, q := range queries {
 		for {
-			_, after := ta2.search(key, q, "&limit=100&explain=true")
+			after := ta2.search(key, q, "&limit=100&explain=true")
 			if len(after) == len(before[q]) || time.Now().After(deadline) {
 				for i := range after {
 					if i >= len(before[q]) || after[i].ID != before[q][i].ID || *after[i].Snippet != *before[q][i].Snippet {
@@ -456,7 +481,7 @@ func TestReindexCommand(t *testing.T) {
 	}
 	ta.batch(key, map[string]any{"sessions": sessions, "messages": messages})
 	ta.idle()
-	_, before := ta.search(key, "marker7", "&limit=100")
+	before := ta.search(key, "marker7", "&limit=100")
 	if len(before) != n/50 {
 		t.Fatalf("before reindex: %d results for marker7, want %d", len(before), n/50)
 	}
@@ -470,7 +495,7 @@ func TestReindexCommand(t *testing.T) {
 		t.Errorf("reindex printed %q, want %q", out, want)
 	}
 	ta2 := newTestApp(t, dir)
-	_, after := ta2.search(key, "marker7", "&limit=100")
+	after := ta2.search(key, "marker7", "&limit=100")
 	if len(after) != len(before) {
 		t.Fatalf("after reindex: %d results, want %d", len(after), len(before))
 	}

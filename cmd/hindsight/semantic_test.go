@@ -73,7 +73,7 @@ func TestEmbeddingLifecycle(t *testing.T) {
 	searches := 0
 	for {
 		searches++
-		_, rs := ta.search(key, "an entirely new question about quasars", "&type=semantic&limit=1")
+		rs := ta.search(key, "an entirely new question about quasars", "&type=semantic&limit=1")
 		if len(rs) == 1 && rs[0].Title == "renamed" && rs[0].AltID == rs[0].ID {
 			break
 		}
@@ -114,7 +114,7 @@ func TestSemanticAndHybridSearch(t *testing.T) {
 	})
 	ta.idle()
 	for _, mode := range []string{"semantic", "hybrid"} {
-		_, rs := ta.search(alice, "the crash with the nil map", "&type="+mode+"&explain=true")
+		rs := ta.search(alice, "the crash with the nil map", "&type="+mode+"&explain=true")
 		if len(rs) == 0 || rs[0].Title != "nil map" || rs[0].AltID == "" || rs[0].Score == nil {
 			t.Errorf("%s: %+v", mode, rs)
 		}
@@ -166,13 +166,13 @@ func TestProviderOutageKeepsWorkQueued(t *testing.T) {
 	})
 	// Full-text finds it while the provider is down.
 	waitFor(t, func() bool {
-		_, rs := ta.search(key, "capacitor", "")
+		rs := ta.search(key, "capacitor", "")
 		return len(rs) == 1
 	})
 	// Once the provider answers again the vectors arrive.
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		_, rs := ta.search(key, "flux capacitor overheating", "&type=semantic")
+		rs := ta.search(key, "flux capacitor overheating", "&type=semantic")
 		if len(rs) == 1 {
 			break
 		}
@@ -199,7 +199,7 @@ func TestModelChangeIsRefused(t *testing.T) {
 	}
 	// Without an embedder the same data still serves full-text search.
 	ta2 := newTestApp(t, dir)
-	if _, rs := ta2.search(key, "hello", ""); len(rs) != 3 {
+	if rs := ta2.search(key, "hello", ""); len(rs) != 3 {
 		t.Errorf("full-text after refusing semantic: %d results", len(rs))
 	}
 }
@@ -226,7 +226,7 @@ func TestLocalEmbedderParaphrase(t *testing.T) {
 		},
 	})
 	ta.idle()
-	_, rs := ta.search(key, "how do I fix a segfault in my C program", "&type=semantic")
+	rs := ta.search(key, "how do I fix a segfault in my C program", "&type=semantic")
 	if len(rs) != 2 || rs[0].Title != "debugging" {
 		t.Errorf("semantic search with the offline model: %v", titles(rs))
 	}
@@ -255,7 +255,7 @@ func TestReembed(t *testing.T) {
 		t.Fatalf("second reembed: %q %v", out, err)
 	}
 	ta2 := openaiApp(t, dir, fake, 256)
-	if _, rs := ta2.search(key, "hello 0 of session 3\n\nhello 1 of session 3", "&type=semantic&limit=1"); len(rs) != 1 || rs[0].Title != "session 3" {
+	if rs := ta2.search(key, "hello 0 of session 3\n\nhello 1 of session 3", "&type=semantic&limit=1"); len(rs) != 1 || rs[0].Title != "session 3" {
 		t.Errorf("semantic search after reembed: %v", titles(rs))
 	}
 }
