@@ -6,7 +6,9 @@
 // Every record is JSON in a bucket. Reads go through [Store.View]; writes go
 // through [Store.Commit], which group-commits concurrent writers into one bbolt
 // transaction (one fsync for many callers). When Commit returns nil the write is
-// on disk.
+// on disk. A callback that fails or panics fails its own write only: the
+// committer recovers the panic (it runs on the committer's goroutine, where no
+// caller could) and commits the rest of the group without it.
 //
 // # Ownership
 //

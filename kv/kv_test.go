@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -401,54 +402,81 @@ func TestDirtySessionsOldestFirst(t *testing.T) {
 
 var errBoom = errors.New("boom")
 
-// TestCommitGroupFailureIsolated queues many concurrent Commits behind a
-// blocked one so they share a transaction, with one of them failing. The
-// failing call gets its own error and its write is rolled back; every other
-// call succeeds and its write lands exactly once.
+// commitGrouped runs one Commit per fn concurrently, all queued behind a
+// Commit that blocks until they are waiting, so the committer takes them as
+// one group. It returns each call's error and the transactions each call's
+// runs were given, in order.
+func commitGrouped(t *testing.T, st *kv.Store, fns []func(*kv.Tx) error) (errs []error, runs [][]*kv.Tx) {
+	t.Helper()
+	var mu sync.Mutex
+	runs = make([][]*kv.Tx, len(fns)) // kept alive so addresses stay distinct
+	release := make(chan struct{})
+	blockerDone := make(chan error, 1)
+	go func() {
+		blockerDone <- st.Commit(ctx, func(tx *kv.Tx) error {
+			<-release
+			return nil
+		})
+	}()
+	errs = make([]error, len(fns))
+	var queued, wg sync.WaitGroup
+	queued.Add(len(fns))
+	for i, fn := range fns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			queued.Done()
+			errs[i] = st.Commit(ctx, func(tx *kv.Tx) error {
+				mu.Lock()
+				runs[i] = append(runs[i], tx)
+				mu.Unlock()
+				return fn(tx)
+			})
+		}()
+	}
+	queued.Wait()
+	time.Sleep(50 * time.Millisecond) // let every goroutine reach the queue
+	close(release)
+	wg.Wait()
+	if err := <-blockerDone; err != nil {
+		t.Fatalf("blocking commit: %v", err)
+	}
+	return errs, runs
+}
+
+// grouped reports whether call i's first run shared its transaction with
+// the first run of another call.
+func grouped(runs [][]*kv.Tx, i int) bool {
+	for j := range runs {
+		if j != i && len(runs[i]) > 0 && len(runs[j]) > 0 && runs[j][0] == runs[i][0] {
+			return true
+		}
+	}
+	return false
+}
+
+// TestCommitGroupFailureIsolated queues many concurrent Commits so they
+// share a transaction, with one of them failing. The failing call gets its
+// own error and its write is rolled back; every other call succeeds and its
+// write lands exactly once.
 func TestCommitGroupFailureIsolated(t *testing.T) {
 	st := kvtest.Open(t)
 	const n = 64
 	const failing = n / 2
 	for attempt := 1; ; attempt++ {
-		var mu sync.Mutex
-		txs := make([][]*kv.Tx, n) // every *Tx a call ran with; kept alive so addresses stay distinct
-		release := make(chan struct{})
-		blockerDone := make(chan error, 1)
-		go func() {
-			blockerDone <- st.Commit(ctx, func(tx *kv.Tx) error {
-				<-release
+		fns := make([]func(*kv.Tx) error, n)
+		for i := range fns {
+			fns[i] = func(tx *kv.Tx) error {
+				if err := tx.SetMeta(fmt.Sprintf("a%d/k%d", attempt, i), []byte(fmt.Sprint(i))); err != nil {
+					return err
+				}
+				if i == failing {
+					return fmt.Errorf("call %d: %w", i, errBoom)
+				}
 				return nil
-			})
-		}()
-		errs := make([]error, n)
-		var queued, wg sync.WaitGroup
-		queued.Add(n)
-		for i := range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				queued.Done()
-				errs[i] = st.Commit(ctx, func(tx *kv.Tx) error {
-					mu.Lock()
-					txs[i] = append(txs[i], tx)
-					mu.Unlock()
-					if err := tx.SetMeta(fmt.Sprintf("a%d/k%d", attempt, i), []byte(fmt.Sprint(i))); err != nil {
-						return err
-					}
-					if i == failing {
-						return fmt.Errorf("call %d: %w", i, errBoom)
-					}
-					return nil
-				})
-			}()
+			}
 		}
-		queued.Wait()
-		time.Sleep(50 * time.Millisecond) // let every goroutine reach the queue
-		close(release)
-		wg.Wait()
-		if err := <-blockerDone; err != nil {
-			t.Fatalf("blocking commit: %v", err)
-		}
+		errs, runs := commitGrouped(t, st, fns)
 		for i, err := range errs {
 			if i == failing {
 				if !errors.Is(err, errBoom) {
@@ -472,20 +500,117 @@ func TestCommitGroupFailureIsolated(t *testing.T) {
 			}
 			return nil
 		})
-		// Was the failing call really grouped with others? (Its first Tx is
-		// shared with the first run of at least one other call.)
-		grouped := false
-		for i := range n {
-			if i != failing && len(txs[i]) > 0 && txs[i][0] == txs[failing][0] {
-				grouped = true
-			}
-		}
-		if grouped {
+		if grouped(runs, failing) {
 			return
 		}
 		if attempt == 5 {
 			t.Fatalf("in %d attempts the failing call never shared a transaction with another call; group commit is not exercised", attempt)
 		}
+	}
+}
+
+// TestCommitPanicIsolated: a Commit callback runs on the committer
+// goroutine, out of reach of any HTTP handler's recover, so a panic there
+// would end the process. It must instead fail that call alone, with an error
+// that names the panic, roll back the call's partial write, let the calls
+// grouped with it commit, and leave the committer serving later writes.
+func TestCommitPanicIsolated(t *testing.T) {
+	errPoison := errors.New("poisoned write")
+	type panicking struct {
+		value any    // what the callback panics with
+		want  string // what the caller's error must contain
+	}
+	tests := []struct {
+		name   string
+		n      int // concurrent writes
+		panics map[int]panicking
+	}{
+		{"string panic mid-group", 32, map[int]panicking{16: {"index out of range [3]", "index out of range [3]"}}},
+		{"error panic", 32, map[int]panicking{5: {errPoison, "poisoned write"}}},
+		{"nil panic", 32, map[int]panicking{7: {nil, "panic called with nil"}}},
+		{"several panics in one group", 32, map[int]panicking{0: {"first", "first"}, 15: {"middle", "middle"}, 31: {"last", "last"}}},
+		{"lone write", 1, map[int]panicking{0: {"alone", "alone"}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			st := kvtest.Open(t)
+			u := createUsers(t, st, 1)[0]
+			watched := slices.Min(slices.Collect(maps.Keys(tc.panics)))
+			for attempt := 1; ; attempt++ {
+				ext := func(i int) string { return fmt.Sprintf("a%d-w%d", attempt, i) }
+				fns := make([]func(*kv.Tx) error, tc.n)
+				for i := range fns {
+					fns[i] = func(tx *kv.Tx) error {
+						s := kv.Session{ID: kv.NewID(), UserID: u.ID, ExternalID: ext(i), Source: "pi", CreatedAt: 1, UpdatedAt: 1, MessageCount: 1, NextSeq: 1}
+						if err := tx.PutSession(&s, 0); err != nil {
+							return err
+						}
+						if p, ok := tc.panics[i]; ok {
+							// The session claims a message it does not have:
+							// if this write leaked, Check would report it.
+							panic(p.value)
+						}
+						return tx.PutMessage(&kv.Message{ID: kv.NewID(), UserID: u.ID, SessionID: s.ID, ExternalID: "m", Role: "user", CreatedAt: 1, UpdatedAt: 1})
+					}
+				}
+				errs, runs := commitGrouped(t, st, fns)
+				for i, err := range errs {
+					p, panicked := tc.panics[i]
+					switch {
+					case panicked:
+						var pe *kv.PanicError
+						if !errors.As(err, &pe) || !strings.Contains(err.Error(), p.want) {
+							t.Fatalf("write %d panicked with %v: Commit = %v, want a *kv.PanicError naming %q", i, p.value, err, p.want)
+						}
+						if perr, ok := p.value.(error); ok && !errors.Is(err, perr) {
+							t.Errorf("write %d: errors.Is(%v, %v) = false", i, err, perr)
+						}
+					case err != nil:
+						t.Fatalf("write %d failed with %v; only %v panicked", i, err, slices.Collect(maps.Keys(tc.panics)))
+					}
+				}
+				_ = st.View(ctx, func(tx *kv.Tx) error {
+					for i := range tc.n {
+						id, ok := tx.SessionIDByExternal(u.ID, ext(i))
+						if _, panicked := tc.panics[i]; panicked {
+							if ok {
+								t.Errorf("write %d panicked but its session %s was committed", i, id)
+							}
+							continue
+						}
+						s, err := tx.Session(u.ID, id)
+						if !ok || err != nil || s.MessageCount != 1 {
+							t.Errorf("write %d: session %q: %+v, %v; want it committed with its message", i, id, s, err)
+						}
+					}
+					return nil
+				})
+				if err := st.Check(); err != nil {
+					t.Fatalf("Check after the panic: %v", err)
+				}
+				if tc.n == 1 || grouped(runs, watched) {
+					break
+				}
+				if attempt == 5 {
+					t.Fatalf("in %d attempts write %d never shared a transaction with another; the group case is not exercised", attempt, watched)
+				}
+			}
+			// The committer survived: later writes, alone and grouped, commit.
+			mustCommit(t, st, func(tx *kv.Tx) error { return tx.SetMeta("after", []byte("yes")) })
+			errs, _ := commitGrouped(t, st, []func(*kv.Tx) error{
+				func(tx *kv.Tx) error { return tx.SetMeta("after1", []byte("1")) },
+				func(tx *kv.Tx) error { return tx.SetMeta("after2", []byte("2")) },
+			})
+			if err := errors.Join(errs...); err != nil {
+				t.Fatalf("writes after the panic: %v", err)
+			}
+			_ = st.View(ctx, func(tx *kv.Tx) error {
+				if a, a1, a2 := tx.Meta("after"), tx.Meta("after1"), tx.Meta("after2"); string(a) != "yes" || string(a1) != "1" || string(a2) != "2" {
+					t.Errorf("writes after the panic read back %q, %q, %q", a, a1, a2)
+				}
+				return nil
+			})
+		})
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
@@ -153,10 +155,11 @@ func (s *Store) View(ctx context.Context, fn func(*Tx) error) error {
 
 // Commit runs fn in a read-write transaction and returns once that transaction
 // is durably committed. Concurrent Commit calls are grouped into one bbolt
-// transaction (one fsync). If fn returns an error its own changes are rolled
-// back and other callers are unaffected. Like bbolt's Batch, fn may run more
-// than once (when another fn of the same group fails), so it must reset any
-// state it computes on every run.
+// transaction (one fsync). If fn returns an error or panics its own changes
+// are rolled back and other callers are unaffected; a panic comes back as a
+// *PanicError. Like bbolt's Batch, fn may run more than once (when it or
+// another fn of the same group fails), so it must reset any state it
+// computes on every run.
 func (s *Store) Commit(ctx context.Context, fn func(*Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -213,39 +216,69 @@ func (s *Store) committer() {
 	}
 }
 
+// run commits group in one transaction. A call that fails (returns an error
+// or panics) is taken out and the rest are retried as a group, as bbolt's
+// Batch does. A call that failed first in line saw only committed data, so
+// its error stands; one that failed later may have failed on the writes of
+// the calls before it, so it is run again alone once they have committed.
 func (s *Store) run(group []*call) {
-	failed := -1
-	var ferr error
-	err := s.db.Update(func(btx *bolt.Tx) error {
-		tx := &Tx{tx: btx}
-		for i, c := range group {
-			if err := c.fn(tx); err != nil {
-				failed, ferr = i, err
-				return err
+	var alone []*call
+	for len(group) > 0 {
+		failed := -1
+		err := s.db.Update(func(btx *bolt.Tx) error {
+			tx := &Tx{tx: btx}
+			for i, c := range group {
+				if err := safely(c.fn, tx); err != nil {
+					failed = i
+					return err
+				}
 			}
+			return nil
+		})
+		if failed < 0 {
+			// Committed, or the commit itself failed (disk full, I/O error)
+			// and nobody's write landed.
+			for _, c := range group {
+				c.done <- err
+			}
+			break
 		}
-		return nil
-	})
-	if err == nil {
-		for _, c := range group {
-			c.done <- nil
+		if failed == 0 {
+			group[0].done <- err
+		} else {
+			alone = append(alone, group[failed])
 		}
-		return
+		group = slices.Delete(group, failed, failed+1)
 	}
-	if failed < 0 || len(group) == 1 {
-		// The commit itself failed (disk full, I/O error): nobody's write landed.
-		for _, c := range group {
-			c.done <- err
-		}
-		return
+	for _, c := range alone {
+		s.run([]*call{c})
 	}
-	// One fn failed: it gets its error, the others are retried on their own.
-	group[failed].done <- ferr
-	for i, c := range group {
-		if i != failed {
-			c.done <- s.db.Update(func(btx *bolt.Tx) error { return c.fn(&Tx{tx: btx}) })
+}
+
+// PanicError is what Commit returns when its callback panicked. The callback
+// runs on the committer goroutine, where no handler's recover can reach, so
+// the committer recovers it: the panic fails that one write (rolled back)
+// instead of the process and every write grouped with it.
+type PanicError struct {
+	Value any    // what the callback panicked with
+	Stack []byte // the committer's stack at the panic, for the log
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("commit callback panicked: %v", e.Value) }
+
+// Unwrap returns the panic value when it is an error, so errors.Is sees it.
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}
+
+func safely(fn func(*Tx) error, tx *Tx) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Value: v, Stack: debug.Stack()}
 		}
-	}
+	}()
+	return fn(tx)
 }
 
 // Tx is a transaction handle passed to View and Commit callbacks. It must not

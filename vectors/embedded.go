@@ -18,6 +18,8 @@ import (
 	bolterrors "go.etcd.io/bbolt/errors"
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
+
+	"github.com/hindsight-dev/hindsight/topk"
 )
 
 // EmbeddedFileName is the conventional name of the embedded store's file in
@@ -258,13 +260,6 @@ func (s *Embedded) Delete(ctx context.Context, userID string, sessionIDs []strin
 	return nil
 }
 
-// row is one validated, normalised vector ready to write.
-type row struct {
-	ord    int
-	hash   string
-	values []float32
-}
-
 func (s *Embedded) write(ctx context.Context, userID string, sessions map[string][]Vector) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -277,12 +272,12 @@ func (s *Embedded) write(ctx context.Context, userID string, sessions map[string
 	if s.closed {
 		return ErrClosed
 	}
-	rows := make(map[string][]row, len(sessions))
+	rows := make(map[string][]Vector, len(sessions))
 	for sid, vs := range sessions {
 		if len(vs) > 0 && s.dim == 0 {
 			return ErrNoMeta
 		}
-		rs, err := prepareRows(sid, vs, s.dim)
+		rs, err := PrepareRows(sid, vs, s.dim)
 		if err != nil {
 			return err
 		}
@@ -321,87 +316,37 @@ func (s *Embedded) write(ctx context.Context, userID string, sessions map[string
 	return nil
 }
 
-// prepareRows validates one session's vectors and returns them normalised
-// and sorted by ordinal.
-func prepareRows(sid string, vs []Vector, dim int) ([]row, error) {
-	rs := make([]row, 0, len(vs))
-	for _, v := range vs {
-		if v.SessionID != "" && v.SessionID != sid {
-			return nil, fmt.Errorf("%w: vector of session %q filed under %q", ErrInvalidVector, v.SessionID, sid)
-		}
-		if v.Ordinal < 0 || v.Ordinal > math.MaxUint32 {
-			return nil, fmt.Errorf("%w: session %q: ordinal %d out of range", ErrInvalidVector, sid, v.Ordinal)
-		}
-		if v.Values == nil { // keep the stored vector; fillKept loads it
-			rs = append(rs, row{ord: v.Ordinal, hash: v.TextHash})
-			continue
-		}
-		if len(v.Values) != dim {
-			return nil, fmt.Errorf("session %q ordinal %d has %d dimensions, the store holds %d: %w", sid, v.Ordinal, len(v.Values), dim, ErrDimensionMismatch)
-		}
-		unit, err := normalised(v.Values)
-		if err != nil {
-			return nil, fmt.Errorf("session %q ordinal %d: %w", sid, v.Ordinal, err)
-		}
-		rs = append(rs, row{ord: v.Ordinal, hash: v.TextHash, values: unit})
-	}
-	slices.SortFunc(rs, func(a, b row) int { return cmp.Compare(a.ord, b.ord) })
-	for i := 1; i < len(rs); i++ {
-		if rs[i].ord == rs[i-1].ord {
-			return nil, fmt.Errorf("%w: session %q: ordinal %d given twice", ErrInvalidVector, sid, rs[i].ord)
-		}
-	}
-	return rs, nil
-}
-
 // fillKept loads the stored values of rows given without values, checking
 // that each is stored with the same text hash.
-func fillKept(b *bolt.Bucket, userID, sid string, rs []row, dim int) error {
+func fillKept(b *bolt.Bucket, userID, sid string, rs []Vector, dim int) error {
 	prefix := sessionPrefix(userID, sid)
 	for i := range rs {
-		if rs[i].values != nil {
+		if rs[i].Values != nil {
 			continue
 		}
-		raw := b.Get(binary.BigEndian.AppendUint32(bytes.Clone(prefix), uint32(rs[i].ord)))
+		raw := b.Get(binary.BigEndian.AppendUint32(bytes.Clone(prefix), uint32(rs[i].Ordinal)))
 		if raw == nil {
-			return fmt.Errorf("%w: session %q ordinal %d: no stored vector to keep", ErrInvalidVector, sid, rs[i].ord)
+			return fmt.Errorf("%w: session %q ordinal %d: no stored vector to keep", ErrInvalidVector, sid, rs[i].Ordinal)
 		}
 		hash, floats, err := decodeValue(raw)
 		if err != nil {
-			return fmt.Errorf("session %q ordinal %d: %w", sid, rs[i].ord, err)
+			return fmt.Errorf("session %q ordinal %d: %w", sid, rs[i].Ordinal, err)
 		}
-		if hash != rs[i].hash || len(floats) != 4*dim {
-			return fmt.Errorf("%w: session %q ordinal %d: stored vector has another text hash", ErrInvalidVector, sid, rs[i].ord)
+		if hash != rs[i].TextHash || len(floats) != 4*dim {
+			return fmt.Errorf("%w: session %q ordinal %d: stored vector has another text hash", ErrInvalidVector, sid, rs[i].Ordinal)
 		}
-		rs[i].values = make([]float32, dim)
-		decodeFloats(rs[i].values, floats)
+		rs[i].Values = make([]float32, dim)
+		decodeFloats(rs[i].Values, floats)
 	}
 	return nil
 }
 
-// normalised returns a unit-length copy of v.
-func normalised(v []float32) ([]float32, error) {
-	var sum float64
-	for _, x := range v {
-		sum += float64(x) * float64(x)
-	}
-	if sum == 0 || math.IsNaN(sum) || math.IsInf(sum, 0) {
-		return nil, fmt.Errorf("%w: zero, NaN or infinite values", ErrInvalidVector)
-	}
-	inv := 1 / math.Sqrt(sum)
-	out := make([]float32, len(v))
-	for i, x := range v {
-		out[i] = float32(float64(x) * inv)
-	}
-	return out, nil
-}
-
 // putSession makes the stored vectors of (userID, sid) exactly rs.
-func putSession(b *bolt.Bucket, userID, sid string, rs []row) error {
+func putSession(b *bolt.Bucket, userID, sid string, rs []Vector) error {
 	prefix := sessionPrefix(userID, sid)
 	keep := make(map[uint32]bool, len(rs))
 	for _, r := range rs {
-		keep[uint32(r.ord)] = true
+		keep[uint32(r.Ordinal)] = true
 	}
 	var stale [][]byte
 	c := b.Cursor()
@@ -417,7 +362,7 @@ func putSession(b *bolt.Bucket, userID, sid string, rs []row) error {
 		}
 	}
 	for _, r := range rs {
-		if err := b.Put(binary.BigEndian.AppendUint32(bytes.Clone(prefix), uint32(r.ord)), encodeValue(r.hash, r.values)); err != nil {
+		if err := b.Put(binary.BigEndian.AppendUint32(bytes.Clone(prefix), uint32(r.Ordinal)), encodeValue(r.TextHash, r.Values)); err != nil {
 			return err
 		}
 	}
@@ -530,7 +475,7 @@ func (s *Embedded) Nearest(ctx context.Context, userID string, q []float32, k in
 	if len(q) != dim {
 		return nil, fmt.Errorf("nearest: query has %d dimensions, the store holds %d: %w", len(q), dim, ErrDimensionMismatch)
 	}
-	qn, err := normalised(q)
+	qn, err := Normalised(q)
 	if err != nil {
 		return nil, fmt.Errorf("nearest: query: %w", err)
 	}
@@ -658,7 +603,7 @@ func (u *userVectors) addRow(sid string, ord int) {
 }
 
 // replace makes the slab hold exactly rs for session sid.
-func (u *userVectors) replace(sid string, rs []row, dim int) {
+func (u *userVectors) replace(sid string, rs []Vector, dim int) {
 	if sr := u.sessions[sid]; sr != nil {
 		for len(sr.rows) > 0 {
 			r := sr.rows[len(sr.rows)-1]
@@ -668,8 +613,8 @@ func (u *userVectors) replace(sid string, rs []row, dim int) {
 		delete(u.sessions, sid)
 	}
 	for _, r := range rs {
-		u.data = append(u.data, r.values...)
-		u.addRow(sid, r.ord)
+		u.data = append(u.data, r.Values...)
+		u.addRow(sid, r.Ordinal)
 	}
 }
 
@@ -743,7 +688,9 @@ func (u *userVectors) nearest(ctx context.Context, q []float32, k, workers int) 
 func (u *userVectors) scan(ctx context.Context, q []float32, lo, hi, k int) ([]candidate, error) {
 	dim := u.dim
 	scores := make([]float32, min(scanBlock, hi-lo))
-	top := make(minHeap, 0, k)
+	// A row scoring the same as the worst kept one does not displace it;
+	// Nearest sorts what the scans return.
+	top := topk.New(k, func(a, b candidate) bool { return a.score < b.score })
 	x := blas32.Vector{N: dim, Inc: 1, Data: q}
 	for start := lo; start < hi; start += scanBlock {
 		if err := ctx.Err(); err != nil {
@@ -753,49 +700,10 @@ func (u *userVectors) scan(ctx context.Context, q []float32, lo, hi, k int) ([]c
 		a := blas32.General{Rows: m, Cols: dim, Stride: dim, Data: u.data[start*dim : (start+m)*dim]}
 		blas32.Gemv(blas.NoTrans, 1, a, x, 0, blas32.Vector{N: m, Inc: 1, Data: scores[:m]})
 		for i, sc := range scores[:m] {
-			if len(top) < k {
-				top.push(candidate{score: sc, row: int32(start + i)})
-			} else if sc > top[0].score {
-				top[0] = candidate{score: sc, row: int32(start + i)}
-				top.down(0)
-			}
+			top.Push(candidate{score: sc, row: int32(start + i)})
 		}
 	}
-	return top, nil
-}
-
-// minHeap keeps the k best candidates with the worst at the root.
-type minHeap []candidate
-
-func (h *minHeap) push(c candidate) {
-	*h = append(*h, c)
-	s := *h
-	for i := len(s) - 1; i > 0; {
-		p := (i - 1) / 2
-		if s[p].score <= s[i].score {
-			break
-		}
-		s[p], s[i] = s[i], s[p]
-		i = p
-	}
-}
-
-func (h minHeap) down(i int) {
-	for {
-		l := 2*i + 1
-		if l >= len(h) {
-			return
-		}
-		c := l
-		if r := l + 1; r < len(h) && h[r].score < h[l].score {
-			c = r
-		}
-		if h[i].score <= h[c].score {
-			return
-		}
-		h[i], h[c] = h[c], h[i]
-		i = c
-	}
+	return top.Items(), nil
 }
 
 // EmbeddedStats describes the store's memory.

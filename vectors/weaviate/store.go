@@ -80,7 +80,6 @@ import (
 	"fmt"
 	"hash/maphash"
 	"maps"
-	"math"
 	"net/url"
 	"reflect"
 	"regexp"
@@ -463,13 +462,6 @@ func (s *Store) holdsVectors(ctx context.Context) (bool, error) {
 	return false, nil
 }
 
-// row is one validated vector ready to write; values nil means keep.
-type row struct {
-	ord    int
-	hash   string
-	values []float32
-}
-
 // Upsert replaces the vectors of the listed sessions; see vectors.Store and
 // the package documentation (Writes).
 func (s *Store) Upsert(ctx context.Context, userID string, sessions map[string][]vectors.Vector) error {
@@ -503,12 +495,12 @@ func (s *Store) write(ctx context.Context, userID string, sessions map[string][]
 	if s.closed {
 		return vectors.ErrClosed
 	}
-	rows := make(map[string][]row, len(sessions))
+	rows := make(map[string][]vectors.Vector, len(sessions))
 	for sid, vs := range sessions {
 		if len(vs) > 0 && s.dim == 0 {
 			return vectors.ErrNoMeta
 		}
-		rs, err := prepareRows(sid, vs, s.dim)
+		rs, err := vectors.PrepareRows(sid, vs, s.dim)
 		if err != nil {
 			return err
 		}
@@ -532,27 +524,27 @@ func (s *Store) write(ctx context.Context, userID string, sessions map[string][]
 		have := stored[sid]
 		want := make(map[int]bool, len(rows[sid]))
 		for _, r := range rows[sid] {
-			want[r.ord] = true
-			if r.values == nil {
-				h, ok := have[r.ord]
+			want[r.Ordinal] = true
+			if r.Values == nil {
+				h, ok := have[r.Ordinal]
 				if !ok {
-					return fmt.Errorf("%w: session %q ordinal %d: no stored vector to keep", vectors.ErrInvalidVector, sid, r.ord)
+					return fmt.Errorf("%w: session %q ordinal %d: no stored vector to keep", vectors.ErrInvalidVector, sid, r.Ordinal)
 				}
-				if h != r.hash {
-					return fmt.Errorf("%w: session %q ordinal %d: stored vector has another text hash", vectors.ErrInvalidVector, sid, r.ord)
+				if h != r.TextHash {
+					return fmt.Errorf("%w: session %q ordinal %d: stored vector has another text hash", vectors.ErrInvalidVector, sid, r.Ordinal)
 				}
 				continue // unchanged: not rewritten
 			}
 			objs = append(objs, &models.Object{
 				Class:  s.class,
-				ID:     objectID(userID, sid, r.ord),
+				ID:     objectID(userID, sid, r.Ordinal),
 				Tenant: tenant,
 				Properties: map[string]any{
 					"sessionId": sid,
-					"ordinal":   r.ord,
-					"textHash":  r.hash,
+					"ordinal":   r.Ordinal,
+					"textHash":  r.TextHash,
 				},
-				Vector: r.values,
+				Vector: r.Values,
 			})
 		}
 		for ord := range have {
@@ -565,55 +557,6 @@ func (s *Store) write(ctx context.Context, userID string, sessions map[string][]
 		return err
 	}
 	return s.deleteIDs(ctx, tenant, stale)
-}
-
-// prepareRows validates one session's vectors and returns them normalised
-// and sorted by ordinal (as the embedded store does).
-func prepareRows(sid string, vs []vectors.Vector, dim int) ([]row, error) {
-	rs := make([]row, 0, len(vs))
-	for _, v := range vs {
-		if v.SessionID != "" && v.SessionID != sid {
-			return nil, fmt.Errorf("%w: vector of session %q filed under %q", vectors.ErrInvalidVector, v.SessionID, sid)
-		}
-		if v.Ordinal < 0 || v.Ordinal > math.MaxUint32 {
-			return nil, fmt.Errorf("%w: session %q: ordinal %d out of range", vectors.ErrInvalidVector, sid, v.Ordinal)
-		}
-		if v.Values == nil {
-			rs = append(rs, row{ord: v.Ordinal, hash: v.TextHash})
-			continue
-		}
-		if len(v.Values) != dim {
-			return nil, fmt.Errorf("session %q ordinal %d has %d dimensions, the store holds %d: %w", sid, v.Ordinal, len(v.Values), dim, vectors.ErrDimensionMismatch)
-		}
-		unit, err := normalised(v.Values)
-		if err != nil {
-			return nil, fmt.Errorf("session %q ordinal %d: %w", sid, v.Ordinal, err)
-		}
-		rs = append(rs, row{ord: v.Ordinal, hash: v.TextHash, values: unit})
-	}
-	slices.SortFunc(rs, func(a, b row) int { return cmp.Compare(a.ord, b.ord) })
-	for i := 1; i < len(rs); i++ {
-		if rs[i].ord == rs[i-1].ord {
-			return nil, fmt.Errorf("%w: session %q: ordinal %d given twice", vectors.ErrInvalidVector, sid, rs[i].ord)
-		}
-	}
-	return rs, nil
-}
-
-func normalised(v []float32) ([]float32, error) {
-	var sum float64
-	for _, x := range v {
-		sum += float64(x) * float64(x)
-	}
-	if sum == 0 || math.IsNaN(sum) || math.IsInf(sum, 0) {
-		return nil, fmt.Errorf("%w: zero, NaN or infinite values", vectors.ErrInvalidVector)
-	}
-	inv := 1 / math.Sqrt(sum)
-	out := make([]float32, len(v))
-	for i, x := range v {
-		out[i] = float32(float64(x) * inv)
-	}
-	return out, nil
 }
 
 // idSpace is the UUID namespace of object ids.
@@ -837,7 +780,7 @@ func (s *Store) Nearest(ctx context.Context, userID string, q []float32, k int) 
 	if len(q) != s.dim {
 		return nil, fmt.Errorf("nearest: query has %d dimensions, the store holds %d: %w", len(q), s.dim, vectors.ErrDimensionMismatch)
 	}
-	qn, err := normalised(q)
+	qn, err := vectors.Normalised(q)
 	if err != nil {
 		return nil, fmt.Errorf("nearest: query: %w", err)
 	}
