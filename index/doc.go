@@ -52,7 +52,7 @@
 // 0.368), so Bleve's variant is kept.
 //
 // The title is folded into the one scored field, written DefaultTitleBoost
-// times before the body: design.md measured one field at nDCG@10 0.680 on
+// times before the body: one field measured at nDCG@10 0.680 on
 // SciFact train against 0.581 for a separate title^2 clause. Title
 // repetition measured, on SciFact train: once 0.683, twice 0.686, three
 // times 0.688; twice is the default, taking most of the gain without

@@ -56,7 +56,7 @@ func OpenSemantic(ctx context.Context, cfg config.Semantic, dataDir string, repl
 		s.Raw = l
 		window = 64 // the model reads 128 tokens: about 60-80 words
 		// A weak dense leg fused at full weight drags a strong BM25 leg
-		// down; these were chosen on SciFact train (design.md).
+		// down; these were chosen on SciFact train (docs/architecture.md, Search).
 		s.Options = ranking.Options{K: 5, SemanticWeight: 0.2}
 	case name == "none":
 		s.Describe = "none (HINDSIGHT_EMBEDDER=none)"
@@ -144,7 +144,7 @@ func (s *Semantic) Vectors() (ranking.VectorSearcher, vectors.Embedder, vectors.
 
 // RankingOptions returns the ranking options of the engine with the
 // defaults filled in as ranking fills them: the RRF constant and semantic
-// weight follow the embedder (design.md: k = 5, w = 0.2 for the local
+// weight follow the embedder (docs/architecture.md: k = 5, w = 0.2 for the local
 // model; k = 60, w = 1 otherwise) unless HINDSIGHT_RRF_K or
 // HINDSIGHT_RRF_SEMANTIC_WEIGHT set them.
 func (s *Semantic) RankingOptions() ranking.Options {
