@@ -219,31 +219,8 @@ func waitSearchable(t *testing.T, url, key string, n int) {
 	}
 }
 
-// installMCPSDK installs the TypeScript SDK with scripts/install-mcp-sdk.sh
-// and returns its directory.
+// installMCPSDK installs the TypeScript SDK and returns its directory.
 func installMCPSDK(t *testing.T) string {
 	t.Helper()
-	for _, tool := range []string{"npm", "node"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			msg := fmt.Sprintf("SKIPPING: %s not found on PATH; the end-to-end test with the official MCP TypeScript SDK client needs npm and node (CI sets HINDSIGHT_REQUIRE_NPM=1 to make this a failure)", tool)
-			if os.Getenv("HINDSIGHT_REQUIRE_NPM") == "1" {
-				t.Fatal(strings.Replace(msg, "SKIPPING", "FAILING (HINDSIGHT_REQUIRE_NPM=1)", 1))
-			}
-			t.Skip(msg)
-		}
-	}
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "scripts", "install-mcp-sdk.sh"), filepath.Join(root, ".cache", "npm", "mcp-sdk"))
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("installing @modelcontextprotocol/sdk@1.32.2 with npm: %v\n%s", err, stderr.String())
-	}
-	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-	return lines[len(lines)-1]
+	return installNPM(t, "@modelcontextprotocol/sdk", "1.32.2", "the end-to-end test with the official MCP TypeScript SDK client")
 }

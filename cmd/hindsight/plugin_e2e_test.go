@@ -192,13 +192,27 @@ func TestPluginClaudeCodeSync(t *testing.T) {
 	}
 }
 
-// installClaudeCodeSync installs the plugin into the git-ignored cache with
-// scripts/install-claude-code-sync.sh and returns the path of its CLI.
+// installClaudeCodeSync installs the plugin into the git-ignored cache and
+// returns the path of its CLI.
 func installClaudeCodeSync(t *testing.T) string {
+	t.Helper()
+	dir := installNPM(t, "claude-code-sync", "0.1.15", "the end-to-end test against the real claude-code-sync plugin")
+	cli := filepath.Join(dir, "node_modules", ".bin", "claude-code-sync")
+	if fi, err := os.Stat(cli); err != nil || fi.IsDir() {
+		t.Fatalf("claude-code-sync has no CLI at %s: %v", cli, err)
+	}
+	return cli
+}
+
+// installNPM installs pkg@version with scripts/npm-pinned.sh into
+// .cache/npm/<pkg with "@" dropped and "/" as "-"> and returns that directory. Without npm
+// and node the test is skipped with a loud reason naming what (the test)
+// needs them, unless HINDSIGHT_REQUIRE_NPM=1 (CI), which makes it a failure.
+func installNPM(t *testing.T, pkg, version, what string) string {
 	t.Helper()
 	for _, tool := range []string{"npm", "node"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			msg := fmt.Sprintf("SKIPPING: %s not found on PATH; the end-to-end test against the real claude-code-sync 0.1.15 plugin needs npm and node (CI sets HINDSIGHT_REQUIRE_NPM=1 to make this a failure)", tool)
+			msg := fmt.Sprintf("SKIPPING: %s not found on PATH; %s needs npm and node (CI sets HINDSIGHT_REQUIRE_NPM=1 to make this a failure)", tool, what)
 			if os.Getenv("HINDSIGHT_REQUIRE_NPM") == "1" {
 				t.Fatal(strings.Replace(msg, "SKIPPING", "FAILING (HINDSIGHT_REQUIRE_NPM=1)", 1))
 			}
@@ -209,21 +223,16 @@ func installClaudeCodeSync(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(root, ".cache", "npm", "claude-code-sync")
+	dir := filepath.Join(root, ".cache", "npm", strings.NewReplacer("@", "", "/", "-").Replace(pkg))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "scripts", "install-claude-code-sync.sh"), dir)
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "scripts", "npm-pinned.sh"), pkg, version, dir)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("installing claude-code-sync@0.1.15 with npm: %v\n%s", err, stderr.String())
+		t.Fatalf("installing %s@%s with npm: %v\n%s", pkg, version, err, stderr.String())
 	}
-	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-	cli := lines[len(lines)-1]
-	if fi, err := os.Stat(cli); err != nil || fi.IsDir() {
-		t.Fatalf("the install script printed %q, not the plugin's CLI: %v", cli, err)
-	}
-	return cli
+	return dir
 }
 
 // runPlugin runs the plugin's CLI with HOME isolated and the env vars that
