@@ -18,8 +18,9 @@
 // SameSite=Lax, and Secure when the request came over TLS. Every form
 // carries a CSRF token (bound to the web session, or a double-submit cookie
 // before sign-in), and cross-origin POSTs are refused besides. Templates
-// escape everything; the only HTML built in Go is the Markdown renderer, the
-// snippet sanitiser and the SVG charts, which escape all text they are given.
+// escape everything; the only HTML built in Go is the Markdown renderer
+// (goldmark, restricted: see markdown.go), the snippet sanitiser and the SVG
+// charts, which escape all text they are given.
 // A Content-Security-Policy forbids inline scripts and styles.
 package dashboard
 
