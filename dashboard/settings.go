@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/hindsight-dev/hindsight/accounts"
@@ -20,6 +21,7 @@ type settingsPage struct {
 	NewKey  string // shown once, right after creation
 	NewRec  kv.APIKey
 	Welcome bool
+	Totals  sessionTotals // what "Delete all my sessions" would delete
 }
 
 func (s *Server) renderSettings(w http.ResponseWriter, r *http.Request, v *viewer, status int, p settingsPage) error {
@@ -41,9 +43,16 @@ func (s *Server) renderSettings(w http.ResponseWriter, r *http.Request, v *viewe
 			p.Keys = append(p.Keys, keys[i])
 		}
 	}
+	if p.Totals, err = s.sessionTotals(r.Context(), v.user.ID); err != nil {
+		return err
+	}
 	q := r.URL.Query()
 	p.Welcome = q.Get("welcome") == "1"
+	n, errN := strconv.ParseInt(q.Get("deleted"), 10, 64)
+	m, errM := strconv.ParseInt(q.Get("messages"), 10, 64)
 	switch {
+	case errN == nil && errM == nil && n >= 0 && m >= 0:
+		p.Flash = "Deleted " + formatInt(n) + " sessions (" + formatInt(m) + " messages). Your account and API keys are unchanged."
 	case shownPrefix.MatchString(q.Get("revoked")):
 		p.Flash = "Revoked key " + q.Get("revoked") + "…: requests with it now get 401."
 	case q.Get("password") == "1":

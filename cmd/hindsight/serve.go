@@ -173,7 +173,7 @@ func buildApp(ctx context.Context, cfg serveConfig, log zerolog.Logger) (*app, e
 		RatePerSecond: cfg.Rate, RateBurst: cfg.Burst, Logger: log,
 		Observe: a.metrics.ObserveRequest, Ready: a.readiness,
 	})
-	a.dash, err = dashboard.New(dashboard.Config{Store: st, Accounts: a.accounts, Search: a.search, Logger: log,
+	a.dash, err = dashboard.New(dashboard.Config{Store: st, Accounts: a.accounts, Search: a.search, Deleter: a.ingest, Logger: log,
 		Web: accounts.NewWeb(st, accounts.WebOptions{BcryptCost: cfg.bcryptCost})})
 	if err != nil {
 		a.Close(ctx)
