@@ -52,7 +52,7 @@ func (s *Server) renderSettings(w http.ResponseWriter, r *http.Request, v *viewe
 	m, errM := strconv.ParseInt(q.Get("messages"), 10, 64)
 	switch {
 	case errN == nil && errM == nil && n >= 0 && m >= 0:
-		p.Flash = "Deleted " + formatInt(n) + " sessions (" + formatInt(m) + " messages). Your account and API keys are unchanged."
+		p.Flash = "Deleted " + count(n, "session") + " (" + count(m, "message") + "). Your account and API keys are unchanged."
 	case shownPrefix.MatchString(q.Get("revoked")):
 		p.Flash = "Revoked key " + q.Get("revoked") + "…: requests with it now get 401."
 	case q.Get("password") == "1":
@@ -130,4 +130,12 @@ func (s *Server) changePassword(w http.ResponseWriter, r *http.Request, v *viewe
 		return err
 	}
 	return redirect(w, r, "/settings?password=1")
+}
+
+// count is "1 session", "2 sessions".
+func count(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return formatInt(n) + " " + noun + "s"
 }
