@@ -83,11 +83,14 @@ var langRe = regexp.MustCompile(`^[A-Za-z0-9_+#.-]{1,30}$`)
 // time a "](" or "]:" starts one, so many of them in one long paragraph cost
 // their number times its length; and every line re-checks each block quote
 // and list it is inside, so one line opening thousands of them costs their
-// number squared. Prose and code come nowhere near these bounds; text beyond
-// them is shown as plain text, so a hostile message cannot stall a page.
+// number squared (and lists nested by indentation, a level deeper on each
+// line, cost their depth cubed, as each level re-reads the indentation).
+// Prose and code come nowhere near these bounds; text beyond them is shown
+// as plain text, so a hostile message cannot stall a page.
 const (
-	maxLinkScan    = 1 << 24 // the sum over paragraphs of link starts × length
-	maxLineNesting = 16      // block quote and list markers opening one line
+	maxLinkScan     = 1 << 24 // the sum over paragraphs of link starts × length
+	maxLineNesting  = 16      // block quote and list markers opening one line
+	maxMarkerIndent = 100     // columns of indentation before a list or quote marker
 )
 
 // slowToParse reports whether src crosses either bound. It is linear in src.
@@ -101,11 +104,27 @@ func slowToParse(src string) bool {
 		}
 	}
 	for line := range strings.Lines(src) {
-		if lineNesting(line) > maxLineNesting {
+		if n := lineNesting(line); n > maxLineNesting || n > 0 && indent(line) > maxMarkerIndent {
 			return true
 		}
 	}
 	return false
+}
+
+// indent is the width of line's leading white space, a tab counting 4.
+func indent(line string) int {
+	w := 0
+	for _, c := range []byte(line) {
+		switch c {
+		case ' ':
+			w++
+		case '\t':
+			w += 4
+		default:
+			return w
+		}
+	}
+	return w
 }
 
 // lineNesting counts the block quote and list markers at the start of line.

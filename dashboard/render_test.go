@@ -1,9 +1,11 @@
 package dashboard
 
 import (
+	"html/template"
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -145,11 +147,21 @@ func FuzzRenderMarkdown(f *testing.F) {
 
 // Hostile input must not make rendering quadratic: each of these is 1 MiB.
 func TestRenderMarkdownLinear(t *testing.T) {
-	var nested strings.Builder // lists nested by indentation, a line deeper each time
+	// Lists nested by indentation, a level deeper on each line: without
+	// bound, and up to just under the bound again and again.
+	var nested, sawtooth, deepText strings.Builder
 	for i := 0; nested.Len() < 1<<20; i++ {
 		nested.WriteString(strings.Repeat("  ", i) + "- x\n")
+		sawtooth.WriteString(strings.Repeat("  ", i%50) + "- x\n")
 	}
-	inputs := []string{nested.String()}
+	for i := 0; deepText.Len() < 1<<20; i++ { // 50 levels, then lines inside the deepest
+		if i < 50 {
+			deepText.WriteString(strings.Repeat("  ", i) + "- x\n")
+		} else {
+			deepText.WriteString(strings.Repeat(" ", 100) + "x\n")
+		}
+	}
+	inputs := []string{nested.String(), sawtooth.String(), deepText.String()}
 	for _, unit := range []string{"*", "**a ", "_", "`", "``` ", "[", "[a](", "[a](javascript:", "https://", "> ", "- ", "\\", "*a `b ", "**x*",
 		"![a](", "[](", "[a](<", "[a](x '\n", "[a](x \"\n", "[a]: x \"\n", "[a]:\n", "- > ", "> - ", "1. ", "a|b\n-|-\n", "|\n", "~~", "www.", "a@b.c ", "- [ ] "} {
 		inputs = append(inputs, strings.Repeat(unit, (1<<20)/len(unit)))
@@ -164,6 +176,29 @@ func TestRenderMarkdownLinear(t *testing.T) {
 			t.Errorf("1 MiB of %q rendered nothing", in[:min(len(in), 16)])
 		}
 	}
+}
+
+// One renderer serves every request: rendering in parallel must give each
+// caller its own output (run with -race).
+func TestRenderMarkdownConcurrent(t *testing.T) {
+	inputs := []string{"# a\n\n- [x] b\n  - c", "| a |\n|---|\n| b |", "see https://x.example and [y](https://y.example)", "![i](https://i.example/p.png) ~~d~~"}
+	want := make([]template.HTML, len(inputs))
+	for i, in := range inputs {
+		want[i] = renderMarkdown(in)
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 50 {
+				k := (g + i) % len(inputs)
+				if got := renderMarkdown(inputs[k]); got != want[k] {
+					t.Errorf("parallel render of %q: %q, want %q", inputs[k], got, want[k])
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // BenchmarkRenderMarkdown renders a long, ordinary assistant message: prose,
