@@ -195,6 +195,8 @@ func TestCSRFRejected(t *testing.T) {
 		{"/sessions/" + sid + "/eval", url.Values{"action": {"ready"}}},
 		{"/evals/label", url.Values{"id": {sid}, "status": {"golden"}}},
 		{"/evals/export", url.Values{"id": {sid}, "format": {"deepeval"}}},
+		{"/sessions/" + sid + "/delete", url.Values{"confirm": {"yes"}}},
+		{"/settings/delete-all", url.Values{"confirm": {"delete all"}}},
 		{"/logout", nil},
 	} {
 		for name, csrf := range map[string]string{"missing": "", "wrong": "x" + good[1:], "another session's": m.csrf} {

@@ -78,7 +78,7 @@ func newFixture(t *testing.T, cfg Config) *fixture {
 	f.web = accounts.NewWeb(st, accounts.WebOptions{BcryptCost: bcrypt.MinCost, Now: f.clock.Now})
 	f.ingest = ingest.NewService(st, tick.Now)
 	f.pipe = ingest.NewPipeline(st, idx, ingest.PipelineOptions{})
-	cfg.Store, cfg.Accounts, cfg.Web, cfg.Now = st, f.acct, f.web, f.clock.Now
+	cfg.Store, cfg.Accounts, cfg.Web, cfg.Now, cfg.Deleter = st, f.acct, f.web, f.clock.Now, f.ingest
 	if cfg.Search == nil {
 		cfg.Search = ranking.New(idx, nil, nil, ranking.Options{})
 	}

@@ -207,7 +207,7 @@ func TestSessionPage(t *testing.T) {
 		t.Errorf("tool args %q", got)
 	}
 	// Export buttons, and the exports themselves.
-	if got := texts(t, p.doc, ".actions a.button"); !slices.Equal(got, []string{"json", "markdown", "jsonl"}) {
+	if got := texts(t, p.doc, ".actions a.button[download]"); !slices.Equal(got, []string{"json", "markdown", "jsonl"}) {
 		t.Errorf("export links %q", got)
 	}
 	p = b.get("/sessions/"+id+"/export?format=json").want(t, http.StatusOK)

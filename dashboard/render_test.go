@@ -1,9 +1,11 @@
 package dashboard
 
 import (
+	"html/template"
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,51 +14,77 @@ import (
 )
 
 func TestRenderMarkdown(t *testing.T) {
+	const rel = ` rel="nofollow noopener noreferrer"`
 	for _, tc := range []struct {
 		name, in, want string
 	}{
 		{"paragraphs and breaks", "one\ntwo\n\nthree", "<p>one<br>\ntwo</p>\n<p>three</p>\n"},
-		{"escapes html", `<script>alert("x")</script> & <b>`, "<p>&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; &amp; &lt;b&gt;</p>\n"},
+		{"escapes html", `<script>alert("x")</script> & <b>`, "<p>&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &lt;b&gt;</p>\n"},
+		{"html block is text", "<div onclick=\"x()\">\n<img src=x onerror=alert(1)>\n</div>", "<p>&lt;div onclick=&quot;x()&quot;&gt;<br>\n&lt;img src=x onerror=alert(1)&gt;<br>\n&lt;/div&gt;</p>\n"},
+		{"html comment is text", "<!-- hidden -->", "<p>&lt;!-- hidden --&gt;</p>\n"},
 		{"inline code", "run `go test <pkg>` now", "<p>run <code>go test &lt;pkg&gt;</code> now</p>\n"},
 		{"double backtick code", "``a ` b``", "<p><code>a ` b</code></p>\n"},
 		{"unclosed backtick", "a ` b", "<p>a ` b</p>\n"},
 		{"bold and italic", "**bold** and *it* and _it_", "<p><strong>bold</strong> and <em>it</em> and <em>it</em></p>\n"},
 		{"snake case stays", "call parse_config_file_now and a_b", "<p>call parse_config_file_now and a_b</p>\n"},
 		{"spaced stars stay", "2 * 3 * 4", "<p>2 * 3 * 4</p>\n"},
-		{"ambiguous runs stay", "**bold `code` *it***", "<p>**bold <code>code</code> *it***</p>\n"},
+		{"triple run", "**bold `code` *it***", "<p><strong>bold <code>code</code> <em>it</em></strong></p>\n"},
 		{"nested emphasis", "**bold *it* more**", "<p><strong>bold <em>it</em> more</strong></p>\n"},
 		{"bold with code", "**use `x`**", "<p><strong>use <code>x</code></strong></p>\n"},
-		{"https link", "[docs](https://go.dev/doc?a=1&b=2)", `<p><a href="https://go.dev/doc?a=1&amp;b=2" rel="nofollow noopener noreferrer">docs</a></p>` + "\n"},
-		{"javascript link is text", "[x](javascript:alert(1))", "<p>[x](javascript:alert(1))</p>\n"},
-		{"data link is text", "[x](data:text/html,hi)", "<p>[x](data:text/html,hi)</p>\n"},
-		{"quote in url is text", `[x](https://a.b/"onmouseover=alert(1))`, "<p>[x](<a href=\"https://a.b/\" rel=\"nofollow noopener noreferrer\">https://a.b/</a>&#34;onmouseover=alert(1))</p>\n"},
-		{"bare url", "see https://example.com/x.", `<p>see <a href="https://example.com/x" rel="nofollow noopener noreferrer">https://example.com/x</a>.</p>` + "\n"},
+		{"strikethrough", "~~old~~ new", "<p><del>old</del> new</p>\n"},
+		{"https link", "[docs](https://go.dev/doc?a=1&b=2)", `<p><a href="https://go.dev/doc?a=1&amp;b=2"` + rel + `>docs</a></p>` + "\n"},
+		{"link title dropped", `[docs](https://go.dev "Go")`, `<p><a href="https://go.dev"` + rel + `>docs</a></p>` + "\n"},
+		{"mailto link", "[mail](mailto:a@example.com)", `<p><a href="mailto:a@example.com"` + rel + `>mail</a></p>` + "\n"},
+		{"javascript link is text", "[x](javascript:alert(1))", "<p>x</p>\n"},
+		{"javascript autolink is text", "<javascript:alert(1)>", "<p>javascript:alert(1)</p>\n"},
+		{"mixed case scheme is text", "[x](JaVaScRiPt:alert(1))", "<p>x</p>\n"},
+		{"data link is text", "[x](data:text/html,hi)", "<p>x</p>\n"},
+		{"vbscript link is text", "[x](vbscript:msgbox)", "<p>x</p>\n"},
+		{"relative link is text", "[main.go](src/main.go)", "<p>main.go</p>\n"},
+		{"reference link", "[x][r]\n\n[r]: javascript:alert(1)", "<p>x</p>\n"},
+		{"quote in url stays in url", `[x](https://a.b/"onmouseover=alert(1))`, `<p><a href="https://a.b/%22onmouseover=alert(1)"` + rel + `>x</a></p>` + "\n"},
+		{"image becomes link", "![diagram](https://example.com/d.png)", `<p><a href="https://example.com/d.png"` + rel + `>diagram</a></p>` + "\n"},
+		{"image without alt", "![](https://example.com/d.png)", `<p><a href="https://example.com/d.png"` + rel + `>image</a></p>` + "\n"},
+		{"data image is text", "![x](data:image/png;base64,AAAA)", "<p>x</p>\n"},
+		{"bare url", "see https://example.com/x.", `<p>see <a href="https://example.com/x"` + rel + `>https://example.com/x</a>.</p>` + "\n"},
+		{"www url", "see www.example.com", `<p>see <a href="http://www.example.com"` + rel + `>www.example.com</a></p>` + "\n"},
+		{"email", "mail a@example.com", `<p>mail <a href="mailto:a@example.com"` + rel + `>a@example.com</a></p>` + "\n"},
+		{"ftp url is text", "get ftp://example.com/f", "<p>get ftp://example.com/f</p>\n"},
 		{"bare scheme only", "http:// nothing", "<p>http:// nothing</p>\n"},
 		{"backslash escape", `\*not italic\*`, "<p>*not italic*</p>\n"},
-		{"fence", "```go\nfunc main() { <x> }\n```\nafter", "<pre><code class=\"language-go\">func main() { &lt;x&gt; }</code></pre>\n<p>after</p>\n"},
-		{"fence bad language", "```\"><script>\nx\n```", "<pre><code>x</code></pre>\n"},
-		{"unclosed fence runs to end", "~~~\na\n\nb", "<pre><code>a\n\nb</code></pre>\n"},
-		{"longer fence", "````\n```\n````", "<pre><code>```</code></pre>\n"},
+		{"fence", "```go\nfunc main() { <x> }\n```\nafter", "<pre><code class=\"language-go\">func main() { &lt;x&gt; }\n</code></pre>\n<p>after</p>\n"},
+		{"fence bad language", "```\"><script>\nx\n```", "<pre><code>x\n</code></pre>\n"},
+		{"unclosed fence runs to end", "~~~\na\n\nb", "<pre><code>a\n\nb\n</code></pre>\n"},
+		{"longer fence", "````\n```\n````", "<pre><code>```\n</code></pre>\n"},
 		{"heading", "# Title *x*\n## Sub ##", "<h3>Title <em>x</em></h3>\n<h4>Sub</h4>\n"},
+		{"deep heading", "###### six", "<h6>six</h6>\n"},
 		{"hashtag is text", "#tag", "<p>#tag</p>\n"},
-		{"bullets", "- a\n- **b**\n  more\n* c", "<ul>\n<li>a</li>\n<li><strong>b</strong><br>\nmore</li>\n<li>c</li>\n</ul>\n"},
+		{"bullets", "- a\n- **b**\n  more\n- c", "<ul>\n<li>a</li>\n<li><strong>b</strong><br>\nmore</li>\n<li>c</li>\n</ul>\n"},
 		{"ordered", "3. x\n4. y", "<ol start=\"3\">\n<li>x</li>\n<li>y</li>\n</ol>\n"},
 		{"list then ordered", "- a\n1. b", "<ul>\n<li>a</li>\n</ul>\n<ol>\n<li>b</li>\n</ol>\n"},
-		{"quote", "> quoted <i>\n> more", "<blockquote><p>quoted &lt;i&gt;<br>\nmore</p>\n</blockquote>\n"},
+		{"nested lists", "- a\n  - b\n    1. c\n- d", "<ul>\n<li>a\n<ul>\n<li>b\n<ol>\n<li>c</li>\n</ol>\n</li>\n</ul>\n</li>\n<li>d</li>\n</ul>\n"},
+		{"task list", "- [x] done\n- [ ] todo", "<ul>\n<li><input checked=\"\" disabled=\"\" type=\"checkbox\"> done</li>\n<li><input disabled=\"\" type=\"checkbox\"> todo</li>\n</ul>\n"},
+		{"table", "| a | b |\n|:--|--:|\n| `x` | <y> |",
+			"<table>\n<thead>\n<tr>\n<th align=\"left\">a</th>\n<th align=\"right\">b</th>\n</tr>\n</thead>\n<tbody>\n<tr>\n<td align=\"left\"><code>x</code></td>\n<td align=\"right\">&lt;y&gt;</td>\n</tr>\n</tbody>\n</table>\n"},
+		{"quote", "> quoted <i>\n> more", "<blockquote>\n<p>quoted &lt;i&gt;<br>\nmore</p>\n</blockquote>\n"},
 		{"rule", "a\n\n---\nb", "<p>a</p>\n<hr>\n<p>b</p>\n"},
 		{"crlf", "a\r\nb", "<p>a<br>\nb</p>\n"},
 		{"empty", "", ""},
+		{"too deep is plain text", strings.Repeat("> ", 20) + "<b>x</b>\n\nnext", "<p>" + strings.Repeat("&gt; ", 20) + "&lt;b&gt;x&lt;/b&gt;</p>\n<p>next</p>\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := string(renderMarkdown(tc.in)); got != tc.want {
+			got := string(renderMarkdown(tc.in))
+			if got != tc.want {
 				t.Errorf("renderMarkdown(%q)\n got: %q\nwant: %q", tc.in, got, tc.want)
 			}
+			checkMarkdownSafe(t, tc.in, got)
 		})
 	}
 }
 
 // allowedMarkdownHTML are the only elements renderMarkdown may produce.
-var allowedMarkdownHTML = []string{"p", "br", "code", "pre", "strong", "em", "a", "ul", "ol", "li", "h3", "h4", "h5", "h6", "blockquote", "hr"}
+var allowedMarkdownHTML = []string{"p", "br", "code", "pre", "strong", "em", "del", "a", "ul", "ol", "li", "input",
+	"table", "thead", "tbody", "tr", "th", "td", "h3", "h4", "h5", "h6", "blockquote", "hr"}
 
 // checkMarkdownSafe parses out and fails on any element or attribute the
 // renderer must never produce.
@@ -75,12 +103,21 @@ func checkMarkdownSafe(t *testing.T, in, out string) {
 			for _, a := range n.Attr {
 				switch {
 				case n.Data == "a" && a.Key == "href":
-					if !strings.HasPrefix(strings.ToLower(a.Val), "http://") && !strings.HasPrefix(strings.ToLower(a.Val), "https://") {
+					if l := strings.ToLower(a.Val); !strings.HasPrefix(l, "http://") && !strings.HasPrefix(l, "https://") && !strings.HasPrefix(l, "mailto:") {
 						t.Fatalf("renderMarkdown(%q) linked to %q", in, a.Val)
 					}
-				case n.Data == "a" && a.Key == "rel", n.Data == "code" && a.Key == "class", n.Data == "ol" && a.Key == "start":
+				case n.Data == "a" && a.Key == "rel" && a.Val == "nofollow noopener noreferrer",
+					n.Data == "code" && a.Key == "class" && langRe.MatchString(strings.TrimPrefix(a.Val, "language-")),
+					n.Data == "ol" && a.Key == "start",
+					(n.Data == "th" || n.Data == "td") && a.Key == "align" && slices.Contains([]string{"left", "center", "right"}, a.Val),
+					n.Data == "input" && (a.Key == "type" && a.Val == "checkbox" || a.Key == "disabled" || a.Key == "checked"):
 				default:
-					t.Fatalf("renderMarkdown(%q) produced attribute %s on <%s>: %q", in, a.Key, n.Data, out)
+					t.Fatalf("renderMarkdown(%q) produced attribute %s=%q on <%s>: %q", in, a.Key, a.Val, n.Data, out)
+				}
+			}
+			if n.Data == "input" {
+				if _, disabled := attr(n, "disabled"); !disabled {
+					t.Fatalf("renderMarkdown(%q) produced an enabled <input>: %q", in, out)
 				}
 			}
 		}
@@ -98,6 +135,8 @@ func FuzzRenderMarkdown(f *testing.F) {
 		"<script>alert(1)</script>", "[a](https://x.y/\"><img src=x onerror=alert(1)>)", "**_`x`_**",
 		"```js\n</code></pre><script>\n```", "> > > deep\n>> x", "- [x](javascript:1)\n1. <b>",
 		"https://a.b/<script>", "*a **b** c*", "[`code`](http://x)", "\\<b>", "#### <h1>",
+		"![x](javascript:alert(1))", "| a |\n|---|\n| <b> |", "- [ ] <i>x</i>", "<div>\n*x*\n</div>",
+		"[x]: data:text/html,1\n\n[y][x]", "<mailto:a@b.c>", "~~<s>~~",
 	} {
 		f.Add(s)
 	}
@@ -108,16 +147,72 @@ func FuzzRenderMarkdown(f *testing.F) {
 
 // Hostile input must not make rendering quadratic: each of these is 1 MiB.
 func TestRenderMarkdownLinear(t *testing.T) {
-	for _, unit := range []string{"*", "**a ", "_", "`", "``` ", "[", "[a](", "[a](javascript:", "https://", "> ", "- ", "\\", "*a `b ", "**x*"} {
-		in := strings.Repeat(unit, (1<<20)/len(unit))
+	// Lists nested by indentation, a level deeper on each line: without
+	// bound, and up to just under the bound again and again.
+	var nested, sawtooth, deepText strings.Builder
+	for i := 0; nested.Len() < 1<<20; i++ {
+		nested.WriteString(strings.Repeat("  ", i) + "- x\n")
+		sawtooth.WriteString(strings.Repeat("  ", i%50) + "- x\n")
+	}
+	for i := 0; deepText.Len() < 1<<20; i++ { // 50 levels, then lines inside the deepest
+		if i < 50 {
+			deepText.WriteString(strings.Repeat("  ", i) + "- x\n")
+		} else {
+			deepText.WriteString(strings.Repeat(" ", 100) + "x\n")
+		}
+	}
+	inputs := []string{nested.String(), sawtooth.String(), deepText.String()}
+	for _, unit := range []string{"*", "**a ", "_", "`", "``` ", "[", "[a](", "[a](javascript:", "https://", "> ", "- ", "\\", "*a `b ", "**x*",
+		"![a](", "[](", "[a](<", "[a](x '\n", "[a](x \"\n", "[a]: x \"\n", "[a]:\n", "- > ", "> - ", "1. ", "a|b\n-|-\n", "|\n", "~~", "www.", "a@b.c ", "- [ ] "} {
+		inputs = append(inputs, strings.Repeat(unit, (1<<20)/len(unit)))
+	}
+	for _, in := range inputs {
 		start := time.Now()
 		out := renderMarkdown(in)
 		if d := time.Since(start); d > 5*time.Second {
-			t.Errorf("1 MiB of %q took %v", unit, d)
+			t.Errorf("1 MiB of %q took %v", in[:min(len(in), 16)], d)
 		}
 		if len(out) == 0 {
-			t.Errorf("1 MiB of %q rendered nothing", unit)
+			t.Errorf("1 MiB of %q rendered nothing", in[:min(len(in), 16)])
 		}
+	}
+}
+
+// One renderer serves every request: rendering in parallel must give each
+// caller its own output (run with -race).
+func TestRenderMarkdownConcurrent(t *testing.T) {
+	inputs := []string{"# a\n\n- [x] b\n  - c", "| a |\n|---|\n| b |", "see https://x.example and [y](https://y.example)", "![i](https://i.example/p.png) ~~d~~"}
+	want := make([]template.HTML, len(inputs))
+	for i, in := range inputs {
+		want[i] = renderMarkdown(in)
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 50 {
+				k := (g + i) % len(inputs)
+				if got := renderMarkdown(inputs[k]); got != want[k] {
+					t.Errorf("parallel render of %q: %q, want %q", inputs[k], got, want[k])
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// BenchmarkRenderMarkdown renders a long, ordinary assistant message: prose,
+// lists, a table, links and code, about 1 MiB.
+func BenchmarkRenderMarkdown(b *testing.B) {
+	const unit = "## Step\n\nThe handler reads the **session** from `kv` and checks [the spec](https://example.com/spec#s) first; see https://go.dev/doc.\n\n" +
+		"- one item\n  - nested *item*\n- [x] done\n\n| file | lines |\n|---|--:|\n| a.go | 12 |\n\n```go\nfunc f(a []int) int { return a[0](1) }\n```\n\n> quoted text\n\n"
+	in := strings.Repeat(unit, (1<<20)/len(unit))
+	if slowToParse(in) {
+		b.Fatal("an ordinary message is taken for a hostile one")
+	}
+	b.SetBytes(int64(len(in)))
+	for b.Loop() {
+		renderMarkdown(in)
 	}
 }
 

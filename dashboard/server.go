@@ -7,7 +7,7 @@
 //
 // Sessions (list, filters, search), Session (messages, export, eval
 // labelling), Evals (eval-ready sessions: label, select, download datasets),
-// Settings (API keys, password) and Usage (server-side SVG charts). Sign-in
+// Settings (API keys, password, deleting all sessions) and Usage (server-side SVG charts). Sign-in
 // is by password; first-run setup is by a one-time link that serve prints.
 //
 // # Security
@@ -18,8 +18,9 @@
 // SameSite=Lax, and Secure when the request came over TLS. Every form
 // carries a CSRF token (bound to the web session, or a double-submit cookie
 // before sign-in), and cross-origin POSTs are refused besides. Templates
-// escape everything; the only HTML built in Go is the Markdown renderer, the
-// snippet sanitiser and the SVG charts, which escape all text they are given.
+// escape everything; the only HTML built in Go is the Markdown renderer
+// (goldmark, restricted: see markdown.go), the snippet sanitiser and the SVG
+// charts, which escape all text they are given.
 // A Content-Security-Policy forbids inline scripts and styles.
 package dashboard
 
@@ -64,6 +65,7 @@ type Config struct {
 	Accounts *accounts.Accounts // API keys
 	Web      *accounts.Web      // passwords, web sessions, setup token
 	Search   Searcher
+	Deleter  Deleter // deletes sessions: the Session page's Delete, Settings' "Delete all"
 	// Logger is used for requests that arrive without a request-scoped
 	// logger (httpd's middleware provides one, with the request id).
 	Logger zerolog.Logger
@@ -104,6 +106,9 @@ const maxFormBytes = 2 << 20
 
 // New parses every page template once and returns the Server.
 func New(cfg Config) (*Server, error) {
+	if cfg.Deleter == nil {
+		return nil, errors.New("dashboard: Config.Deleter is required")
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -148,7 +153,7 @@ func New(cfg Config) (*Server, error) {
 
 // pageNames are the page templates; each is parsed with the shared
 // _layout.html into its own set.
-var pageNames = []string{"login", "setup", "sessions", "session", "evals", "settings", "usage", "error"}
+var pageNames = []string{"login", "setup", "sessions", "session", "delete", "evals", "settings", "usage", "error"}
 
 func (s *Server) parsePages() (map[string]*template.Template, error) {
 	funcs := template.FuncMap{
@@ -201,6 +206,8 @@ func (s *Server) Install(r *mux.Router) {
 	get("/sessions/{id}", s.signedIn(s.session))
 	get("/sessions/{id}/export", s.signedIn(s.exportSession))
 	post("/sessions/{id}/eval", s.signedIn(s.sessionEval))
+	get("/sessions/{id}/delete", s.signedIn(s.confirmDelete))
+	post("/sessions/{id}/delete", s.signedIn(s.deleteSession))
 	get("/evals", s.signedIn(s.evals))
 	post("/evals/label", s.signedIn(s.labelEvals))
 	post("/evals/export", s.signedIn(s.exportEvals))
@@ -208,6 +215,7 @@ func (s *Server) Install(r *mux.Router) {
 	post("/settings/keys", s.signedIn(s.createKey))
 	post("/settings/keys/revoke", s.signedIn(s.revokeKey))
 	post("/settings/password", s.signedIn(s.changePassword))
+	post("/settings/delete-all", s.signedIn(s.deleteAll))
 	get("/usage", s.signedIn(s.usage))
 
 	files := http.StripPrefix("/static/", http.FileServerFS(s.static))

@@ -102,6 +102,9 @@ func (s *Server) sessions(w http.ResponseWriter, r *http.Request, v *viewer) err
 		Q: strings.TrimSpace(qv.Get("q")), Mode: qv.Get("mode"), Semantic: s.cfg.Search.Semantic(),
 		Filter: sessionFilter{Source: qv.Get("source"), Model: qv.Get("model"), Project: qv.Get("project")}}
 	p.Filtered = p.Filter != sessionFilter{}
+	if qv.Get("deleted") == "1" {
+		p.Flash = "Session deleted. It no longer appears in the list, search, Evals or exports."
+	}
 	var err error
 	if p.Facets, err = s.facets(r, v.user.ID, nil); err != nil {
 		return err

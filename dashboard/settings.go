@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/hindsight-dev/hindsight/accounts"
@@ -21,6 +22,7 @@ type settingsPage struct {
 	NewRec  kv.APIKey
 	Welcome bool
 	MCP     mcpSetup
+	Totals  sessionTotals // what "Delete all my sessions" would delete
 }
 
 // mcpSetup is the Settings page's "Use your history from your assistant"
@@ -64,10 +66,17 @@ func (s *Server) renderSettings(w http.ResponseWriter, r *http.Request, v *viewe
 			p.Keys = append(p.Keys, keys[i])
 		}
 	}
+	if p.Totals, err = s.sessionTotals(r.Context(), v.user.ID); err != nil {
+		return err
+	}
 	q := r.URL.Query()
 	p.Welcome = q.Get("welcome") == "1"
 	p.MCP = newMCPSetup(r, p.NewKey)
+	n, errN := strconv.ParseInt(q.Get("deleted"), 10, 64)
+	m, errM := strconv.ParseInt(q.Get("messages"), 10, 64)
 	switch {
+	case errN == nil && errM == nil && n >= 0 && m >= 0:
+		p.Flash = "Deleted " + count(n, "session") + " (" + count(m, "message") + "). Your account and API keys are unchanged."
 	case shownPrefix.MatchString(q.Get("revoked")):
 		p.Flash = "Revoked key " + q.Get("revoked") + "…: requests with it now get 401."
 	case q.Get("password") == "1":
@@ -145,4 +154,12 @@ func (s *Server) changePassword(w http.ResponseWriter, r *http.Request, v *viewe
 		return err
 	}
 	return redirect(w, r, "/settings?password=1")
+}
+
+// count is "1 session", "2 sessions".
+func count(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return formatInt(n) + " " + noun + "s"
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gorilla/mux"
 	"github.com/rs/zerolog"
+	"golang.org/x/time/rate"
 
 	"github.com/hindsight-dev/hindsight/accounts"
 )
@@ -245,39 +246,35 @@ func (s *Server) authenticated(next http.Handler) http.Handler {
 	})
 }
 
-// limiter is a token bucket per API key. Buckets idle long enough to be full
-// again are dropped, so memory stays bounded by the keys active recently.
+// limiter keeps a token bucket (rate.Limiter) per API key. Buckets that have
+// refilled are dropped, at most once a minute: a full bucket is the same as a
+// new one, so memory stays bounded by the keys active recently.
 type limiter struct {
-	rate  float64 // tokens per second
-	burst float64
+	limit rate.Limit
+	burst int
 	now   func() time.Time
 
 	mu      sync.Mutex
-	buckets map[string]*bucket
+	buckets map[string]*rate.Limiter
 	swept   time.Time
 }
 
-type bucket struct {
-	tokens float64
-	at     time.Time
-}
-
-func newLimiter(rate float64, burst int, now func() time.Time) *limiter {
+func newLimiter(perSecond float64, burst int, now func() time.Time) *limiter {
 	if burst < 1 {
-		burst = int(math.Max(1, rate))
+		burst = int(math.Max(1, perSecond))
 	}
-	return &limiter{rate: rate, burst: float64(burst), now: now, buckets: map[string]*bucket{}}
+	return &limiter{limit: rate.Limit(perSecond), burst: burst, now: now, buckets: map[string]*rate.Limiter{}}
 }
 
-// take spends one token for key, or returns how long until one is available.
+// take spends one token for key, or returns how long until one is available
+// (and spends nothing).
 func (l *limiter) take(key string) time.Duration {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if now.Sub(l.swept) > time.Minute {
-		full := time.Duration(l.burst / l.rate * float64(time.Second))
 		for k, b := range l.buckets {
-			if now.Sub(b.at) > full {
+			if b.TokensAt(now) >= float64(l.burst) {
 				delete(l.buckets, k)
 			}
 		}
@@ -285,14 +282,20 @@ func (l *limiter) take(key string) time.Duration {
 	}
 	b, ok := l.buckets[key]
 	if !ok {
-		b = &bucket{tokens: l.burst, at: now}
+		b = rate.NewLimiter(l.limit, l.burst)
 		l.buckets[key] = b
 	}
-	b.tokens = math.Min(l.burst, b.tokens+now.Sub(b.at).Seconds()*l.rate)
-	b.at = now
-	if b.tokens >= 1 {
-		b.tokens--
-		return 0
+	r := b.ReserveN(now, 1)
+	if wait := r.DelayFrom(now); wait > 0 {
+		r.CancelAt(now)
+		return wait
 	}
-	return time.Duration((1 - b.tokens) / l.rate * float64(time.Second))
+	return 0
+}
+
+// size is how many keys have a bucket.
+func (l *limiter) size() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.buckets)
 }

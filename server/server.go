@@ -110,7 +110,7 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger) (*Server, e
 		RatePerSecond: cfg.Rate, RateBurst: cfg.Burst, Logger: log,
 		Observe: s.Metrics.ObserveRequest, Ready: s.readiness,
 	})
-	s.Dashboard, err = dashboard.New(dashboard.Config{Store: st, Accounts: s.Accounts, Search: s.Search, Logger: log,
+	s.Dashboard, err = dashboard.New(dashboard.Config{Store: st, Accounts: s.Accounts, Search: s.Search, Deleter: s.Ingest, Logger: log,
 		Web: accounts.NewWeb(st, accounts.WebOptions{BcryptCost: cfg.BcryptCost})})
 	if err != nil {
 		s.Close(ctx)

@@ -459,6 +459,124 @@ func TestDashboardBrowser(t *testing.T) {
 	}
 }
 
+// TestDashboardBrowserDelete deletes through the dashboard's buttons: one
+// session from its page (after the confirmation page), then, on Settings,
+// all the rest (after typing the confirmation). Each is gone from the list
+// and from search, and the page says so.
+func TestDashboardBrowserDelete(t *testing.T) {
+	requireChromium(t)
+	ta := newDashboardApp(t)
+	link, err := ta.app.Dashboard.SetupLink(context.Background())
+	if err != nil || link == "" {
+		t.Fatalf("setup link: %q %v", link, err)
+	}
+	u := newUI(t, ta.srv.URL)
+	const password = "correct horse battery"
+	u.goTo("setup", link)
+	u.do("fill setup",
+		chromedp.SendKeys(chromedp.ID("name"), "alice"),
+		chromedp.SendKeys(chromedp.ID("password"), password),
+		chromedp.SendKeys(chromedp.ID("password2"), password))
+	u.load("setup done", chromedp.Click(css(`form[action="/setup"] button[type=submit]`)))
+	u.do("label", chromedp.SendKeys(chromedp.ID("label"), "laptop"))
+	u.load("create key", chromedp.Click(css(`form[action="/settings/keys"] button`)))
+	key, err := chromedp.Run(u.ctx, chromedp.Value(chromedp.ID("new-key")))
+	if err != nil || !strings.HasPrefix(key, "osk_") {
+		t.Fatalf("new key %q: %v", key, err)
+	}
+	ta.batch(key, map[string]any{
+		"sessions": []any{
+			map[string]any{"externalId": "s1", "source": "claude-code", "title": "Fix login redirect loop"},
+			map[string]any{"externalId": "s2", "source": "opencode", "title": "Flaky auth test in CI"},
+		},
+		"messages": []any{
+			msg("s1", "m1", "user", map[string]any{"textContent": "the login redirect loops forever"}),
+			msg("s2", "m1", "user", map[string]any{"textContent": "why is the auth test flaky on CI?"}),
+			msg("s2", "m2", "assistant", map[string]any{"textContent": "It shares a clock with another test.\n\n" +
+				"| test | runs | fails |\n|---|--:|--:|\n| TestLogin | 20 | 3 |\n| TestSessionExpiry | 20 | 0 |\n\n" +
+				"- [x] find the shared clock\n  - `auth.Now`\n  - ~~time.Now~~\n- [ ] inject it"}),
+		},
+	})
+	ta.idle()
+	titles := func() []string {
+		got, err := chromedp.Run(u.ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('table.sessions td.title > a')].map(a => a.textContent.trim())`))
+		if err != nil {
+			t.Fatalf("list titles: %v", err)
+		}
+		return got
+	}
+	search := func(step, q string) []string {
+		u.goTo(step, "/sessions")
+		u.do("type "+step, chromedp.SendKeys(chromedp.ID("q"), q))
+		u.load(step+" results", chromedp.Click(css(".searchrow button")))
+		return titles()
+	}
+	if got := search("search before", "flaky"); len(got) != 1 || got[0] != "Flaky auth test in CI" {
+		t.Fatalf("search before deleting: %q", got)
+	}
+
+	// Delete the flaky session from its page; the confirmation page asks first.
+	u.load("open session", chromedp.Click(css("table.sessions td.title > a")))
+	sid := strings.TrimPrefix(u.path(), "/sessions/")
+	if !u.eval(`document.querySelectorAll('article.msg .md table tbody tr').length === 2 && document.querySelectorAll('article.msg .md li ul li').length === 2`) {
+		t.Errorf("the message's table or nested list did not render")
+	}
+	u.load("delete button", chromedp.Click(css(`.actions a.button.danger`)))
+	if p := u.path(); p != "/sessions/"+sid+"/delete" {
+		t.Fatalf("Delete… went to %s", p)
+	}
+	if got := u.text("h1"); got != "Delete this session?" {
+		t.Errorf("confirmation page heading %q", got)
+	}
+	u.load("confirm delete", chromedp.Click(css(`.confirm button.danger`)))
+	if p := u.path(); p != "/sessions?deleted=1" {
+		t.Fatalf("after deleting at %s", p)
+	}
+	if flash := u.text("p.flash"); !strings.Contains(flash, "Session deleted") {
+		t.Errorf("notice after deleting: %q", flash)
+	}
+	if got := titles(); len(got) != 1 || got[0] != "Fix login redirect loop" {
+		t.Errorf("list after deleting: %q", got)
+	}
+	ta.idle()
+	if got := search("search after", "flaky"); len(got) != 0 {
+		t.Errorf("search still finds the deleted session: %q", got)
+	}
+	if code, _ := ta.do(http.MethodGet, key, "/api/sessions/get?id="+sid, nil); code != http.StatusNotFound {
+		t.Errorf("the API still has the deleted session: %d", code)
+	}
+
+	// Delete all the rest from Settings: typing the word is required.
+	u.load("settings", chromedp.Click(css(`header nav a[href="/settings"]`)))
+	u.do("scroll to delete all", chromedp.ScrollIntoView(css("section.danger-zone")))
+	u.snap("settings-delete-all")
+	u.do("type wrong", chromedp.SendKeys(chromedp.ID("delete-all-confirm"), "delete"))
+	if _, err := chromedp.RunResponse(u.ctx, chromedp.Click(css(`form[action="/settings/delete-all"] button`))); err != nil {
+		t.Fatalf("submit a wrong confirmation: %v", err)
+	}
+	if msg := u.text("p.alert"); !strings.Contains(msg, "Nothing was deleted") {
+		t.Errorf("wrong confirmation says %q", msg)
+	}
+	u.do("type confirmation", chromedp.SendKeys(chromedp.ID("delete-all-confirm"), "delete all"))
+	u.load("delete all", chromedp.Click(css(`form[action="/settings/delete-all"] button`)))
+	if flash := u.text("p.flash"); !strings.Contains(flash, "Deleted 1 session (1 message)") {
+		t.Errorf("notice after deleting all: %q", flash)
+	}
+	u.load("sessions after", chromedp.Click(css(`header nav a[href="/sessions"]`)))
+	if got := titles(); len(got) != 0 {
+		t.Errorf("sessions left after deleting all: %q", got)
+	}
+	ta.idle()
+	if got := search("search after all", "login"); len(got) != 0 {
+		t.Errorf("search still finds %q", got)
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if len(u.foreign) > 0 {
+		t.Errorf("the browser requested other hosts: %q", u.foreign)
+	}
+}
+
 // updateScreenshots writes docs/screenshots/{sessions,evals}.png for the
 // README (HINDSIGHT_UPDATE_SCREENSHOTS=1), at 1024x640.
 func updateScreenshots(t *testing.T, u *ui, ta *testApp, key string) {
