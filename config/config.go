@@ -53,6 +53,7 @@ type Semantic struct {
 	OpenAIBaseURL string  // OPENAI_BASE_URL
 	OpenAIModel   string  // HINDSIGHT_OPENAI_MODEL
 	OpenAIDim     int     // HINDSIGHT_OPENAI_DIM; 0 = the model's own
+	OpenAITimeout float64 // HINDSIGHT_OPENAI_TIMEOUT: seconds per request to the provider; 0 = 60
 	ModelDir      string  // HINDSIGHT_MODEL_DIR
 	WeaviateURL   string  // WEAVIATE_URL; "" = the embedded store
 	WeaviateKey   string  `json:"-"` // WEAVIATE_API_KEY: a secret
@@ -240,6 +241,7 @@ func (l *Loader) Serve(c *Config) {
 	l.intField(&c.Limits.MaxBatchEntries, "max-batch-entries", "HINDSIGHT_MAX_BATCH_ENTRIES", "most sessions+messages in one /sync/batch", 1, "a whole number, at least 1")
 	l.intField(&c.Limits.MaxPartBytes, "max-part-bytes", "HINDSIGHT_MAX_PART_BYTES", "largest message part or textContent", 1, "a whole number of bytes, at least 1")
 	l.intField(&c.Limits.MaxFieldBytes, "max-field-bytes", "HINDSIGHT_MAX_FIELD_BYTES", "largest title, path or other string field", 1, "a whole number of bytes, at least 1")
+	l.intField(&c.Limits.MaxParts, "max-parts", "HINDSIGHT_MAX_PARTS", "most parts in one message; more get 400", 1, "a whole number, at least 1")
 	l.number(&c.Rate, "rate-limit", "HINDSIGHT_RATE_LIMIT", "requests per second per API key, sustained; 0 disables", 0, "a number of requests per second, 0 (off) or more")
 	l.intField(&c.Burst, "rate-burst", "HINDSIGHT_RATE_BURST", "requests per API key allowed in a burst", 1, "a whole number of requests, at least 1")
 	l.oneOf(&c.LogFormat, "log-format", "HINDSIGHT_LOG_FORMAT", "log format: console or json", "console", "json")
@@ -264,6 +266,7 @@ func (l *Loader) Semantic(c *Config) {
 	l.str(&s.OpenAIBaseURL, "", "OPENAI_BASE_URL", "")
 	l.str(&s.OpenAIModel, "", "HINDSIGHT_OPENAI_MODEL", "")
 	l.intField(&s.OpenAIDim, "", "HINDSIGHT_OPENAI_DIM", "", 0, "a whole number of dimensions (0: the model's own)")
+	l.number(&s.OpenAITimeout, "", "HINDSIGHT_OPENAI_TIMEOUT", "", 0, "a number of seconds (0: 60)")
 	l.str(&s.ModelDir, "", "HINDSIGHT_MODEL_DIR", "")
 	l.str(&s.WeaviateURL, "", "WEAVIATE_URL", "")
 	l.str(&s.WeaviateKey, "", "WEAVIATE_API_KEY", "")
@@ -327,12 +330,13 @@ func (c Config) MarshalZerologObject(e *zerolog.Event) {
 	e.Str("addr", c.Addr).Str("data", c.Data).
 		Int64("max_body_bytes", c.Limits.MaxBody).Int("max_batch_entries", c.Limits.MaxBatchEntries).
 		Int("max_part_bytes", c.Limits.MaxPartBytes).Int("max_field_bytes", c.Limits.MaxFieldBytes).
+		Int("max_parts", c.Limits.MaxParts).
 		Float64("rate_limit", c.Rate).Int("rate_burst", c.Burst).
 		Str("log_format", c.LogFormat).Str("log_level", c.LogLevel)
 	s := c.Semantic
 	e.Str("embedder", s.Embedder).Str("openai_api_key", secret(s.OpenAIKey)).
 		Str("openai_base_url", redactURL(s.OpenAIBaseURL)).Str("openai_model", s.OpenAIModel).
-		Int("openai_dim", s.OpenAIDim).Str("model_dir", s.ModelDir).
+		Int("openai_dim", s.OpenAIDim).Float64("openai_timeout", s.OpenAITimeout).Str("model_dir", s.ModelDir).
 		Str("weaviate_url", redactURL(s.WeaviateURL)).Str("weaviate_api_key", secret(s.WeaviateKey)).
 		Float64("rrf_k", s.RRFK).Float64("rrf_semantic_weight", s.RRFWeight)
 }

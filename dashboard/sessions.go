@@ -89,6 +89,7 @@ type sessionsPage struct {
 	Total, Hidden int
 	From          int // 1-based number of the first row shown
 	Degraded      string
+	DegradedCause string // the failing dependency, for people ("" when unknown)
 	PrevURL       string
 	NextURL       string
 	FirstURL      string
@@ -190,6 +191,16 @@ func (s *Server) searchSessions(r *http.Request, v *viewer, p *sessionsPage, lin
 	}
 	res, err := s.cfg.Search.Search(r.Context(), ranking.Query{UserID: v.user.ID, Text: p.Q, Mode: mode,
 		Limit: maxSearchResults, Explain: true})
+	var unavailable *ranking.UnavailableError
+	if errors.As(err, &unavailable) {
+		// A person asked for semantic results while its dependency is down:
+		// full-text results with a notice serve them better than an error
+		// page (the API answers 503, for clients that retry).
+		mode = ranking.FullText
+		res, err = s.cfg.Search.Search(r.Context(), ranking.Query{UserID: v.user.ID, Text: p.Q, Mode: mode,
+			Limit: maxSearchResults, Explain: true})
+		res.Degraded, res.Cause = "semantic", unavailable.Dependency
+	}
 	switch {
 	case errors.Is(err, ranking.ErrNoEmbedder):
 		return errBadRequest("Semantic and hybrid search need an embedder, and none is configured on this server. Use full-text search, or see the README (Search) to set one up.")
@@ -199,6 +210,9 @@ func (s *Server) searchSessions(r *http.Request, v *viewer, p *sessionsPage, lin
 		return err
 	}
 	p.Degraded = res.Degraded
+	if res.Degraded != "" {
+		p.DegradedCause = ranking.DependencyName(res.Cause)
+	}
 	var rows []sessionRow
 	err = s.cfg.Store.View(r.Context(), func(tx *kv.Tx) error {
 		for _, hit := range res.Results {

@@ -4,28 +4,37 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math"
 	"net/http"
 	"strconv"
+	"strings"
+	"syscall"
+	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/hindsight-dev/hindsight/ingest"
 	"github.com/hindsight-dev/hindsight/kv"
+	"github.com/hindsight-dev/hindsight/ranking"
 )
 
 // httpError is an error with the status and body the client should see.
 type httpError struct {
-	status int
-	code   string // the short "error" string
-	msg    string // the "message": what to do about it
+	status     int
+	code       string        // the short "error" string
+	msg        string        // the "message": what to do about it
+	retryAfter time.Duration // sent as Retry-After (whole seconds, at least 1) when set
 }
 
 func (e *httpError) Error() string { return e.msg }
 
-func errBadRequest(msg string) error { return &httpError{http.StatusBadRequest, "Bad Request", msg} }
-func errNotFound(msg string) error   { return &httpError{http.StatusNotFound, "Not Found", msg} }
+func errBadRequest(msg string) error {
+	return &httpError{status: http.StatusBadRequest, code: "Bad Request", msg: msg}
+}
+func errNotFound(msg string) error { return &httpError{status: http.StatusNotFound, code: "Not Found", msg: msg} }
 func errUnauthorized(msg string) error {
-	return &httpError{http.StatusUnauthorized, "Unauthorized", msg}
+	return &httpError{status: http.StatusUnauthorized, code: "Unauthorized", msg: msg}
 }
 
 // handle adapts a handler that returns an error; writeError is the one place
@@ -45,24 +54,58 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var he *httpError
 	var inv *ingest.InvalidError
 	var tooBig *http.MaxBytesError
+	var unavailable *ranking.UnavailableError
+	var panicked *kv.PanicError
 	switch {
 	case errors.As(err, &he):
 	case errors.As(err, &tooBig):
-		he = &httpError{http.StatusRequestEntityTooLarge, "Payload Too Large",
-			"request body exceeds the limit of " + humanBytes(tooBig.Limit) + ": split it into smaller requests"}
+		he = &httpError{status: http.StatusRequestEntityTooLarge, code: "Payload Too Large",
+			msg: "request body exceeds the limit of " + humanBytes(tooBig.Limit) + ": split it into smaller requests"}
 	case errors.As(err, &inv):
-		he = &httpError{http.StatusBadRequest, "Bad Request", inv.Msg}
+		he = &httpError{status: http.StatusBadRequest, code: "Bad Request", msg: inv.Msg}
 	case errors.Is(err, kv.ErrNotFound):
-		he = &httpError{http.StatusNotFound, "Not Found", "no such resource for this account"}
+		he = &httpError{status: http.StatusNotFound, code: "Not Found", msg: "no such resource for this account"}
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 		// The client went away; nobody reads this response.
-		he = &httpError{499, "Client Closed Request", "request cancelled"}
+		he = &httpError{status: 499, code: "Client Closed Request", msg: "request cancelled"}
+	case errors.As(err, &unavailable):
+		// A dependency's outage, not a fault of ours: the client may retry.
+		he = &httpError{http.StatusServiceUnavailable, "semantic_unavailable",
+			"semantic search is unavailable: " + ranking.DependencyName(unavailable.Dependency) +
+				" is failing; retry later, or use type=hybrid (which answers from full-text meanwhile)", unavailable.RetryAfter}
+	case diskFull(err):
+		// Nothing of this request was stored; the write may be sent again.
+		zerolog.Ctx(r.Context()).Error().Err(err).Str("path", r.URL.Path).Msg("disk full: write refused")
+		he = &httpError{http.StatusInsufficientStorage, "Insufficient Storage",
+			"the server's disk is full: nothing of this request was stored; retry once space is freed", 10 * time.Second}
+	case errors.As(err, &panicked):
+		zerolog.Ctx(r.Context()).Error().Str("panic", fmt.Sprint(panicked.Value)).Bytes("stack", panicked.Stack).
+			Str("path", r.URL.Path).Msg("write panicked; rolled back")
+		he = internalError(r)
 	default:
 		zerolog.Ctx(r.Context()).Error().Err(err).Str("path", r.URL.Path).Msg("internal error")
-		he = &httpError{http.StatusInternalServerError, "Internal Server Error",
-			"the server failed to handle this request; request id " + RequestID(r.Context())}
+		he = internalError(r)
+	}
+	if he.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(he.retryAfter.Seconds()))))
 	}
 	_ = writeJSON(w, he.status, map[string]string{"error": he.code, "message": he.msg})
+}
+
+// internalError is the 500 a client sees: only the request id, which
+// finds the logged error.
+func internalError(r *http.Request) *httpError {
+	return &httpError{status: http.StatusInternalServerError, code: "Internal Server Error",
+		msg: "the server failed to handle this request; request id " + RequestID(r.Context())}
+}
+
+// diskFull reports whether err is the filesystem out of space (or quota).
+// Some layers format the cause with %s rather than wrap it, hence the text.
+func diskFull(err error) bool {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return true
+	}
+	return strings.Contains(err.Error(), syscall.ENOSPC.Error())
 }
 
 // writeJSON encodes v into a buffer first, so an encoding failure is a clean

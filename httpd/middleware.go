@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -176,8 +177,12 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
-				zerolog.Ctx(r.Context()).Error().Str("panic", fmt.Sprint(v)).Msg("handler panicked")
-				s.writeError(w, r, fmt.Errorf("panic: %v", v))
+				// The stack finds the bug; the client gets the request id
+				// that finds this line, and the server keeps serving.
+				zerolog.Ctx(r.Context()).Error().Str("panic", fmt.Sprint(v)).Bytes("stack", debug.Stack()).
+					Str("path", r.URL.Path).Msg("handler panicked")
+				he := internalError(r)
+				_ = writeJSON(w, he.status, map[string]string{"error": he.code, "message": he.msg})
 			}
 		}()
 		next.ServeHTTP(w, r)

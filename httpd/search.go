@@ -62,7 +62,8 @@ type explainLegs struct {
 	Vector *ranking.Leg `json:"vector,omitempty"`
 }
 
-// searchError maps ranking and index errors to client errors.
+// searchError maps ranking and index errors to client errors. A failing
+// dependency (*ranking.UnavailableError) is a 503, in writeError.
 func searchError(err error) error {
 	switch {
 	case errors.Is(err, ranking.ErrNoEmbedder):

@@ -23,6 +23,10 @@ type Limits struct {
 	MaxBatchEntries int   // sessions + messages in one /sync/batch
 	MaxPartBytes    int   // bytes of one part's content (and of textContent)
 	MaxFieldBytes   int   // bytes of a title, path or other string field
+	// MaxParts bounds the parts of one message. Without it only the body
+	// size would: a 16 MiB body of empty parts is over a million of them,
+	// each a record field to decode, store and index.
+	MaxParts int
 }
 
 // DefaultLimits are the documented defaults.
@@ -32,6 +36,7 @@ func DefaultLimits() Limits {
 		MaxBatchEntries: 10_000,
 		MaxPartBytes:    1 << 20,
 		MaxFieldBytes:   512 << 10,
+		MaxParts:        1000,
 	}
 }
 
@@ -49,6 +54,9 @@ func (l Limits) WithDefaults() Limits {
 	}
 	if l.MaxFieldBytes <= 0 {
 		l.MaxFieldBytes = d.MaxFieldBytes
+	}
+	if l.MaxParts <= 0 {
+		l.MaxParts = d.MaxParts
 	}
 	return l
 }
@@ -259,6 +267,9 @@ func (c *checker) message(p *api.SyncMessage) MessageIn {
 	in.CompletionTokens = c.count("completionTokens", p.CompletionTokens)
 	in.DurationMs = c.count("durationMs", p.DurationMs)
 	in.CreatedAt = c.count("createdAt", p.CreatedAt)
+	if len(p.Parts) > c.limits.MaxParts {
+		c.fail(invalid("parts has %d entries; the limit is %d per message: split the message", len(p.Parts), c.limits.MaxParts))
+	}
 	if p.Parts != nil && c.err == nil {
 		in.PartsSet = true
 		in.Parts = make([]kv.Part, 0, len(p.Parts))

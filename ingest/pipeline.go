@@ -87,10 +87,11 @@ type Pipeline struct {
 	log    zerolog.Logger
 	wake   chan struct{}
 
-	mu      sync.Mutex
-	lag     []time.Duration // recent index lags (write -> searchable), for the bench
-	lastErr error
-	indexed uint64
+	mu       sync.Mutex
+	lag      []time.Duration // recent index lags (write -> searchable), for the bench
+	lastErr  error           // of the search queue's last step
+	chunkErr error           // of the chunk queue's last step
+	indexed  uint64
 }
 
 // NewPipeline returns a pipeline; call Run to start it.
@@ -121,18 +122,41 @@ func (p *Pipeline) Notify() {
 // Run drains the outbox until ctx ends. It drains once at start (work left by
 // a crash), then after every Notify (debounced), and polls every few seconds
 // in case a notification was missed.
+//
+// The chunk queue runs in a goroutine of its own, started only while the
+// search queue is empty, so full-text indexing keeps its priority; but a
+// chunk step held up by a failing dependency (an embedding provider timing
+// out, a vector store that is down) never holds up full-text indexing, and
+// its failures back off on their own (up to MaxBackoff) with the work kept
+// queued. Each queue logs when it starts failing and when it recovers, not
+// at every retry.
 func (p *Pipeline) Run(ctx context.Context) {
+	chunkWake := make(chan struct{}, 1)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		p.runChunks(ctx, chunkWake)
+	}()
+	defer wg.Wait()
+	poke := func() {
+		select {
+		case chunkWake <- struct{}{}:
+		default:
+		}
+	}
+	var fail failures
 	backoff := time.Duration(0)
 	poll := time.NewTicker(5 * time.Second)
 	defer poll.Stop()
 	for {
-		n, err := p.DrainOnce(ctx)
+		n, err := p.drain(ctx, kv.SearchQueue)
 		switch {
 		case ctx.Err() != nil:
 			return
 		case err != nil:
 			backoff = min(max(2*backoff, 500*time.Millisecond), p.opts.MaxBackoff)
-			p.log.Warn().Err(err).Dur("retry_in", backoff).Msg("indexing failed; work stays queued")
+			fail.failed(p.log, "full-text indexing", err, backoff)
 			select {
 			case <-time.After(backoff):
 			case <-ctx.Done():
@@ -140,13 +164,18 @@ func (p *Pipeline) Run(ctx context.Context) {
 			}
 			continue
 		case n > 0:
+			fail.ok(p.log, "full-text indexing")
 			backoff = 0
 			continue // more may be queued
 		}
-		// The outbox is empty: deleted sessions' index documents and vectors
-		// are gone, so their records can be purged.
-		if err := p.purge(ctx); err != nil && ctx.Err() == nil {
-			p.log.Warn().Err(err).Msg("purging deleted sessions failed; retried later")
+		fail.ok(p.log, "full-text indexing")
+		poke() // the search queue is empty: the chunk queue's turn
+		// When the whole outbox is empty, deleted sessions' index documents
+		// and vectors are gone, so their records can be purged.
+		if !p.busy(ctx) {
+			if err := p.purge(ctx); err != nil && ctx.Err() == nil {
+				p.log.Warn().Err(err).Msg("purging deleted sessions failed; retried later")
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -161,6 +190,86 @@ func (p *Pipeline) Run(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// runChunks drains the chunk queue whenever Run signals that the search
+// queue is empty, backing off on failures.
+func (p *Pipeline) runChunks(ctx context.Context, wake <-chan struct{}) {
+	var fail failures
+	backoff := time.Duration(0)
+	poll := time.NewTicker(5 * time.Second)
+	defer poll.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-wake:
+		case <-poll.C:
+		}
+		for ctx.Err() == nil && !p.searchBusy(ctx) {
+			n, err := p.drain(ctx, kv.ChunkQueue)
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil {
+				backoff = min(max(2*backoff, 500*time.Millisecond), p.opts.MaxBackoff)
+				fail.failed(p.log, "context and semantic indexing", err, backoff)
+				// Wake-ups do not cut the wait short: a failing dependency
+				// is not retried faster because writes keep coming.
+				select {
+				case <-time.After(backoff):
+				case <-ctx.Done():
+					return
+				}
+				continue
+			}
+			fail.ok(p.log, "context and semantic indexing")
+			backoff = 0
+			if n == 0 {
+				break
+			}
+		}
+	}
+}
+
+// failures logs a queue's failures once per change: the first failure at
+// warn, the retries at debug, the recovery at info.
+type failures struct{ failing bool }
+
+func (f *failures) failed(log zerolog.Logger, what string, err error, retry time.Duration) {
+	ev := log.Debug()
+	if !f.failing {
+		ev = log.Warn()
+		f.failing = true
+	}
+	ev.Err(err).Dur("retry_in", retry).Msg(what + " failed; the work stays queued and is retried")
+}
+
+func (f *failures) ok(log zerolog.Logger, what string) {
+	if f.failing {
+		f.failing = false
+		log.Info().Msg(what + " recovered; the queued work is being done")
+	}
+}
+
+// searchBusy reports whether the search queue has work (or cannot be read).
+func (p *Pipeline) searchBusy(ctx context.Context) bool {
+	busy := true
+	_ = p.store.View(ctx, func(tx *kv.Tx) error {
+		busy = len(tx.DirtySessions(kv.SearchQueue, 1)) > 0
+		return nil
+	})
+	return busy
+}
+
+// busy reports whether either queue has work (or cannot be read).
+func (p *Pipeline) busy(ctx context.Context) bool {
+	busy := true
+	_ = p.store.View(ctx, func(tx *kv.Tx) error {
+		busy = tx.HasDirty()
+		return nil
+	})
+	return busy
 }
 
 // DrainOnce does one step and returns how many sessions it took off a
@@ -197,7 +306,7 @@ func (p *Pipeline) drain(ctx context.Context, q kv.Queue) (int, error) {
 		return nil
 	})
 	if err != nil || len(dirty) == 0 {
-		p.record(0, err)
+		p.record(q, 0, err)
 		return 0, err
 	}
 	if q == kv.SearchQueue {
@@ -206,7 +315,7 @@ func (p *Pipeline) drain(ctx context.Context, q kv.Queue) (int, error) {
 		err = p.write(ctx, docs, p.index.PutChunks, true)
 	}
 	if err != nil {
-		p.record(0, err)
+		p.record(q, 0, err)
 		return 0, err
 	}
 	now := time.Now()
@@ -224,7 +333,7 @@ func (p *Pipeline) drain(ctx context.Context, q kv.Queue) (int, error) {
 		return nil
 	})
 	if err != nil {
-		p.record(0, err)
+		p.record(q, 0, err)
 		return 0, fmt.Errorf("clear %s queue: %w", q, err)
 	}
 	if q == kv.SearchQueue {
@@ -243,9 +352,9 @@ func (p *Pipeline) drain(ctx context.Context, q kv.Queue) (int, error) {
 			p.lag = p.lag[len(p.lag)-50_000:]
 		}
 		p.mu.Unlock()
-		p.record(len(dirty), nil) // Indexed counts sessions made searchable
+		p.record(q, len(dirty), nil) // Indexed counts sessions made searchable
 	} else {
-		p.record(0, nil)
+		p.record(q, 0, nil)
 	}
 	return len(dirty), nil
 }
@@ -347,24 +456,31 @@ func IndexSession(d Doc) index.Session {
 	return is
 }
 
-func (p *Pipeline) record(n int, err error) {
+func (p *Pipeline) record(q kv.Queue, n int, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.indexed += uint64(n)
-	p.lastErr = err
+	if q == kv.ChunkQueue {
+		p.chunkErr = err
+	} else {
+		p.lastErr = err
+	}
 }
 
 // Status reports progress, for /ready, metrics and the bench.
 type Status struct {
 	Indexed uint64 // sessions whose search documents were written (or removed)
-	LastErr error
+	// LastErr is the last error of the search queue (full-text), ChunkErr
+	// of the chunk queue (context documents and embeddings); nil when the
+	// queue's last step worked.
+	LastErr, ChunkErr error
 }
 
-// Status returns counters and the last error (nil when the last step worked).
+// Status returns counters and the last errors.
 func (p *Pipeline) Status() Status {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return Status{Indexed: p.indexed, LastErr: p.lastErr}
+	return Status{Indexed: p.indexed, LastErr: p.lastErr, ChunkErr: p.chunkErr}
 }
 
 // Lags returns and forgets the recorded write-to-indexed delays.

@@ -3,8 +3,10 @@ package mcpd
 import (
 	"context"
 	"errors"
+	"fmt"
 	"html"
 	"io"
+	"math"
 	"strings"
 
 	"github.com/hindsight-dev/hindsight/exporter"
@@ -42,14 +44,16 @@ func viewSession(s kv.Session) Session {
 		Model: s.Model, Updated: s.UpdatedAt, Messages: s.MessageCount}
 }
 
-// engineError maps ranking and index errors the caller can act on.
+// engineError maps ranking and index errors the caller can act on. A
+// failing dependency is a tool error naming it, as the REST API's 503 does.
 func engineError(err error) error {
-	var ee *ranking.EmbedError
+	var ue *ranking.UnavailableError
 	switch {
 	case errors.Is(err, ranking.ErrNoEmbedder), errors.Is(err, index.ErrBadQuery):
 		return inputErr(err.Error())
-	case errors.As(err, &ee):
-		return inputErr("semantic search is unavailable right now: the query could not be embedded (the embedding provider failed). Use mode hybrid, which falls back to full-text, or fulltext.")
+	case errors.As(err, &ue):
+		return inputErr(fmt.Sprintf("semantic search is unavailable right now: %s is failing (retry in about %d s). Use mode hybrid, which falls back to full-text meanwhile, or fulltext.",
+			ranking.DependencyName(ue.Dependency), int(math.Ceil(ue.RetryAfter.Seconds()))))
 	}
 	return err
 }

@@ -33,6 +33,9 @@ type Metrics struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	lag      prometheus.Histogram
+	// degraded and unavailable count answers hurt by a failing dependency
+	// of semantic search, by that dependency.
+	degraded, unavailable *prometheus.CounterVec
 }
 
 // New registers every series.
@@ -51,8 +54,16 @@ func New(src Sources) *Metrics {
 			Name: "hindsight_index_lag_seconds", Help: "Delay from a committed write to its session being searchable.",
 			Buckets: []float64{.05, .1, .25, .5, 1, 2, 5, 10, 30, 60, 300},
 		}),
+		degraded: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hindsight_search_degraded_total",
+			Help: "Hybrid searches and context requests answered from full-text alone because a dependency of semantic search failed, by dependency.",
+		}, []string{"reason"}),
+		unavailable: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hindsight_semantic_unavailable_total",
+			Help: "Semantic searches refused (503) because a dependency failed, by dependency.",
+		}, []string{"reason"}),
 	}
-	reg.MustRegister(m.requests, m.latency, m.lag, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(m.requests, m.latency, m.lag, m.degraded, m.unavailable, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	gauge := func(name, help string, f func() float64) {
 		if f != nil {
 			reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f))
@@ -83,6 +94,13 @@ func (m *Metrics) ObserveRequest(route, method string, status int, d time.Durati
 	m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
 	m.latency.WithLabelValues(route, method).Observe(d.Seconds())
 }
+
+// ObserveDegraded counts an answer that fell back to full-text because
+// reason (the failing dependency) failed.
+func (m *Metrics) ObserveDegraded(reason string) { m.degraded.WithLabelValues(reason).Inc() }
+
+// ObserveUnavailable counts a semantic query refused because reason failed.
+func (m *Metrics) ObserveUnavailable(reason string) { m.unavailable.WithLabelValues(reason).Inc() }
 
 // ObserveLag records one session's write-to-searchable delay.
 func (m *Metrics) ObserveLag(d time.Duration) { m.lag.Observe(d.Seconds()) }

@@ -22,13 +22,14 @@ const contextDepth = 100
 // ContextSessions ranks the user's sessions for a context request: chunks are
 // retrieved by full-text and, with an embedder, by vector (fused with RRF);
 // sessions are ordered by their best chunk. degraded is "semantic" when the
-// vector leg was wanted but failed.
+// vector leg was wanted but failed (the embedding provider or the vector
+// store): the answer is then from full-text alone.
 func (e *Engine) ContextSessions(ctx context.Context, userID, text string, limit int) (hits []ContextHit, degraded string, err error) {
 	depth := e.opts.depth(limit, contextDepth)
 	q := Query{UserID: userID, Text: text}
-	th, err := e.text.Search(ctx, index.Query{UserID: userID, Text: text, Kind: index.Chunks, Limit: depth})
-	if err != nil && !(errors.Is(err, index.ErrBadQuery) && e.emb != nil) {
-		return nil, "", err
+	th, textErr := e.text.Search(ctx, index.Query{UserID: userID, Text: text, Kind: index.Chunks, Limit: depth})
+	if textErr != nil && !(errors.Is(textErr, index.ErrBadQuery) && e.emb != nil) {
+		return nil, "", textErr
 	}
 	textList := make([]Result, len(th))
 	for i, h := range th {
@@ -36,14 +37,18 @@ func (e *Engine) ContextSessions(ctx context.Context, userID, text string, limit
 	}
 	fused := textList
 	if e.emb != nil {
-		vecs, eerr := e.embedQuery(ctx, q)
-		if eerr != nil {
-			degraded = "semantic"
-		} else {
-			vh, verr := e.vec.Nearest(ctx, userID, vecs, depth)
-			if verr != nil {
-				return nil, "", fmt.Errorf("vector search: %w", verr)
+		vh, verr := e.contextVectors(ctx, q, depth)
+		var ue *UnavailableError
+		switch {
+		case errors.As(verr, &ue):
+			if textErr != nil {
+				return nil, "", textErr // neither leg can answer
 			}
+			e.degrade(ue)
+			degraded = "semantic"
+		case verr != nil:
+			return nil, "", verr
+		default:
 			vecList := make([]Result, len(vh))
 			for i, h := range vh {
 				vecList[i] = Result{SessionID: chunkKey(h.SessionID, h.Ordinal), Score: h.Score}
@@ -68,18 +73,31 @@ func (e *Engine) ContextSessions(ctx context.Context, userID, text string, limit
 	return hits, degraded, nil
 }
 
+func (e *Engine) contextVectors(ctx context.Context, q Query, depth int) ([]VectorHit, error) {
+	vec, err := e.embedQuery(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return e.nearest(ctx, q.UserID, vec, depth)
+}
+
 // embedQuery embeds the query text under its own deadline, so a slow
-// provider costs a bounded delay; failures are *EmbedError.
+// provider costs a bounded delay; failures are *UnavailableError (the
+// caller's own cancellation stays itself).
 func (e *Engine) embedQuery(ctx context.Context, q Query) ([]float32, error) {
 	ectx, cancel := context.WithTimeout(ctx, e.opts.EmbedTimeout)
 	defer cancel()
 	v, err := e.emb.Embed(ectx, []string{q.Text})
+	if err == nil && len(v) != 1 {
+		err = fmt.Errorf("embedder returned %d vectors for 1 query", len(v))
+	}
 	if err != nil {
-		return nil, &EmbedError{Err: err}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, e.failed(DepProvider, fmt.Errorf("embed query: %w", err))
 	}
-	if len(v) != 1 {
-		return nil, &EmbedError{Err: fmt.Errorf("embedder returned %d vectors for 1 query", len(v))}
-	}
+	e.recovered(DepProvider)
 	return v[0], nil
 }
 

@@ -10,7 +10,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/hindsight-dev/hindsight/index"
 )
@@ -69,6 +72,16 @@ type Options struct {
 	SemanticWeight float64       // weight of the vector leg in hybrid; 0 = 1
 	Depth          int           // per-leg depth; 0 = max(limit, 50)
 	EmbedTimeout   time.Duration // query embedding deadline; 0 = 2s
+
+	// Logger is told when a dependency of semantic search starts failing
+	// and when it recovers: once per change, not once per request.
+	Logger zerolog.Logger
+	// OnDegraded, when set, is called for every answer that fell back to
+	// full-text (hybrid, context) with the dependency that failed
+	// (DepProvider or DepVectorStore); OnUnavailable for every semantic
+	// query that could not be answered. Metrics count them.
+	OnDegraded    func(dependency string)
+	OnUnavailable func(dependency string)
 }
 
 func (o Options) withDefaults() Options {
@@ -91,6 +104,9 @@ type Engine struct {
 	vec  VectorSearcher // nil without an embedder
 	emb  Embedder       // nil without an embedder
 	opts Options
+
+	// failing: the dependency's last call failed (for logging changes).
+	providerFailing, storeFailing atomic.Bool
 }
 
 // New returns an Engine. vec and emb may be nil (semantic search disabled).
@@ -130,10 +146,12 @@ type Result struct {
 }
 
 // Response is a ranked list; Degraded names a leg that failed and was left
-// out (hybrid falls back to full-text when the query cannot be embedded).
+// out (hybrid falls back to full-text when the query cannot be embedded or
+// the vector store fails), and Cause the dependency that failed.
 type Response struct {
 	Results  []Result
-	Degraded string
+	Degraded string // "semantic" or ""
+	Cause    string // DepProvider or DepVectorStore when Degraded
 }
 
 // Search runs q.
@@ -150,6 +168,10 @@ func (e *Engine) Search(ctx context.Context, q Query) (Response, error) {
 			return Response{}, ErrNoEmbedder
 		}
 		rs, err := e.semantic(ctx, q, q.Limit)
+		var ue *UnavailableError
+		if errors.As(err, &ue) && e.opts.OnUnavailable != nil {
+			e.opts.OnUnavailable(ue.Dependency)
+		}
 		return Response{Results: rs}, err
 	case Hybrid:
 		if e.emb == nil {
@@ -191,25 +213,112 @@ func (e *Engine) semantic(ctx context.Context, q Query, k int) ([]Result, error)
 }
 
 // vectorHits embeds the query (under its own deadline) and returns the best
-// chunk per session, best first, at most k sessions.
+// chunk per session, best first, at most k sessions. A failing dependency
+// is an *UnavailableError.
 func (e *Engine) vectorHits(ctx context.Context, q Query, k int) ([]VectorHit, error) {
 	vec, err := e.embedQuery(ctx, q)
 	if err != nil {
 		return nil, err
 	}
 	// Fetch more chunks than sessions: several chunks of one session collapse.
-	hits, err := e.vec.Nearest(ctx, q.UserID, vec, k*4)
+	hits, err := e.nearest(ctx, q.UserID, vec, k*4)
 	if err != nil {
-		return nil, fmt.Errorf("vector search: %w", err)
+		return nil, err
 	}
 	return bestPerSession(hits, k), nil
 }
 
-// EmbedError: the query could not be embedded (provider down, timeout).
-type EmbedError struct{ Err error }
+// nearest asks the vector store, turning its failure into an
+// *UnavailableError (the caller's own cancellation stays itself).
+func (e *Engine) nearest(ctx context.Context, userID string, vec []float32, k int) ([]VectorHit, error) {
+	hits, err := e.vec.Nearest(ctx, userID, vec, k)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, e.failed(DepVectorStore, fmt.Errorf("vector search: %w", err))
+	}
+	e.recovered(DepVectorStore)
+	return hits, nil
+}
 
-func (e *EmbedError) Error() string { return "embed query: " + e.Err.Error() }
-func (e *EmbedError) Unwrap() error { return e.Err }
+// Dependencies of semantic search, as UnavailableError, the metrics and the
+// logs name them.
+const (
+	DepProvider    = "embedding_provider"
+	DepVectorStore = "vector_store"
+)
+
+// DefaultRetryAfter is the wait suggested to a client when the failing
+// dependency gave none.
+const DefaultRetryAfter = 5 * time.Second
+
+// UnavailableError: semantic search could not run because a dependency
+// failed (the embedding provider: down, rate-limited, timing out, answering
+// nonsense; or the vector store: unreachable). It is not a fault of the
+// server: hybrid and context fall back to full-text, semantic answers 503.
+type UnavailableError struct {
+	Dependency string        // DepProvider or DepVectorStore
+	RetryAfter time.Duration // the dependency's own hint, else DefaultRetryAfter
+	Err        error
+}
+
+func (e *UnavailableError) Error() string {
+	return "semantic search unavailable: " + DependencyName(e.Dependency) + " failed: " + e.Err.Error()
+}
+
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// DependencyName is a dependency's name for people.
+func DependencyName(dep string) string {
+	switch dep {
+	case DepProvider:
+		return "the embedding provider"
+	case DepVectorStore:
+		return "the vector store"
+	}
+	return dep
+}
+
+// retryDelayer is an error carrying the wait a dependency asked for
+// (*vectors.ProviderError, from Retry-After).
+type retryDelayer interface{ RetryDelay() time.Duration }
+
+// failed records that dep failed with err (logging the change) and returns
+// the *UnavailableError for it.
+func (e *Engine) failed(dep string, err error) *UnavailableError {
+	ue := &UnavailableError{Dependency: dep, RetryAfter: DefaultRetryAfter, Err: err}
+	var rd retryDelayer
+	if errors.As(err, &rd) && rd.RetryDelay() > 0 {
+		ue.RetryAfter = rd.RetryDelay()
+	}
+	if !e.flag(dep).Swap(true) {
+		e.opts.Logger.Warn().Str("dependency", dep).Err(err).
+			Msg("semantic search degraded: " + DependencyName(dep) + " is failing; hybrid and context answer from full-text, semantic answers 503")
+	}
+	return ue
+}
+
+// recovered records that dep answered, logging the change.
+func (e *Engine) recovered(dep string) {
+	if e.flag(dep).Swap(false) {
+		e.opts.Logger.Info().Str("dependency", dep).Msg("semantic search recovered: " + DependencyName(dep) + " answers again")
+	}
+}
+
+func (e *Engine) flag(dep string) *atomic.Bool {
+	if dep == DepProvider {
+		return &e.providerFailing
+	}
+	return &e.storeFailing
+}
+
+// degrade counts an answer that fell back to full-text because of err.
+func (e *Engine) degrade(err *UnavailableError) {
+	if e.opts.OnDegraded != nil {
+		e.opts.OnDegraded(err.Dependency)
+	}
+}
 
 func bestPerSession(hits []VectorHit, k int) []VectorHit {
 	slices.SortStableFunc(hits, func(a, b VectorHit) int { return cmp.Compare(b.Score, a.Score) })
@@ -235,13 +344,14 @@ func (e *Engine) hybrid(ctx context.Context, q Query) (Response, error) {
 		return Response{}, err
 	}
 	vhits, err := e.vectorHits(ctx, q, depth)
-	var ee *EmbedError
-	if errors.As(err, &ee) {
+	var ue *UnavailableError
+	if errors.As(err, &ue) {
 		// The text leg stands alone; say so rather than fail the request.
+		e.degrade(ue)
 		if len(text) > q.Limit {
 			text = text[:q.Limit]
 		}
-		return Response{Results: text, Degraded: "semantic"}, nil
+		return Response{Results: text, Degraded: "semantic", Cause: ue.Dependency}, nil
 	}
 	if err != nil {
 		return Response{}, err

@@ -8,6 +8,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/hindsight-dev/hindsight/config"
 	"github.com/hindsight-dev/hindsight/ingest"
@@ -35,6 +38,14 @@ type Semantic struct {
 // replace, a store holding another model's vectors is emptied and
 // relabelled instead of refused (reembed).
 func OpenSemantic(ctx context.Context, cfg config.Semantic, dataDir string, replace bool) (*Semantic, error) {
+	return openSemantic(ctx, cfg, dataDir, replace, nil)
+}
+
+// openSemantic is OpenSemantic; with wait set, a Weaviate that does not
+// answer yet is waited for in the background (logged to *wait) instead of
+// failing: the server starts, its full-text side works, and the embedding
+// queue holds its work until Weaviate answers (see weaviate.Deferred).
+func openSemantic(ctx context.Context, cfg config.Semantic, dataDir string, replace bool, wait *zerolog.Logger) (*Semantic, error) {
 	s := &Semantic{Usage: &vectors.Usage{}}
 	var window int
 	switch name := cfg.Embedder; {
@@ -42,7 +53,8 @@ func OpenSemantic(ctx context.Context, cfg config.Semantic, dataDir string, repl
 		if cfg.OpenAIKey == "" {
 			return nil, errors.New("HINDSIGHT_EMBEDDER=openai needs OPENAI_API_KEY (and OPENAI_BASE_URL for a compatible server)")
 		}
-		s.Raw = vectors.NewOpenAI(vectors.OpenAIConfig{APIKey: cfg.OpenAIKey, BaseURL: cfg.OpenAIBaseURL, Model: cfg.OpenAIModel, Dim: cfg.OpenAIDim})
+		s.Raw = vectors.NewOpenAI(vectors.OpenAIConfig{APIKey: cfg.OpenAIKey, BaseURL: cfg.OpenAIBaseURL, Model: cfg.OpenAIModel, Dim: cfg.OpenAIDim,
+			Timeout: time.Duration(cfg.OpenAITimeout * float64(time.Second))})
 		s.Options = ranking.Options{K: 60, SemanticWeight: 1}
 	case name == "local" || name == "":
 		l, err := vectors.LoadLocal(cfg.ModelDir)
@@ -71,6 +83,19 @@ func OpenSemantic(ctx context.Context, cfg config.Semantic, dataDir string, repl
 		s.Options.SemanticWeight = cfg.RRFWeight
 	}
 	s.Embedder = vectors.Metered(vectors.Retrying(s.Raw, vectors.RetryOptions{}), s.Usage)
+	if cfg.WeaviateURL != "" && wait != nil && !replace {
+		st, err := weaviate.OpenDeferred(ctx, weaviateConfig(cfg), weaviate.DeferredOptions{
+			Prepare: func(ctx context.Context, st vectors.Store) error { return ensureMeta(ctx, st, s.Raw) },
+			Logger:  *wait,
+		})
+		if err != nil {
+			return nil, weaviateError(err)
+		}
+		s.Store = st
+		s.Stage = ingest.NewEmbedStage(st, s.Embedder, ingest.EmbedOptions{WindowWords: window, Logger: *wait})
+		s.Describe = fmt.Sprintf("%s (%d dimensions), vectors in Weaviate at %s (collection %s)", s.Raw.Model(), s.Raw.Dim(), st.Where(), st.Collection())
+		return s, nil
+	}
 	store, where, err := openVectorStore(ctx, cfg, dataDir)
 	if err != nil {
 		return nil, err
@@ -85,14 +110,35 @@ func OpenSemantic(ctx context.Context, cfg config.Semantic, dataDir string, repl
 			return nil, fmt.Errorf("reset vector store: %w", err)
 		}
 	}
-	if err := vectors.EnsureMeta(ctx, store, s.Raw.Model(), s.Raw.Dim()); err != nil {
+	if err := ensureMeta(ctx, store, s.Raw); err != nil {
 		store.Close()
-		return nil, fmt.Errorf("%w\nthe vector store holds vectors of another model: run `hindsight reembed` to replace them, or restore the previous embedder settings", err)
+		return nil, err
 	}
 	s.Store = store
 	s.Stage = ingest.NewEmbedStage(store, s.Embedder, ingest.EmbedOptions{WindowWords: window})
 	s.Describe = fmt.Sprintf("%s (%d dimensions), vectors in %s", s.Raw.Model(), s.Raw.Dim(), where)
 	return s, nil
+}
+
+// ensureMeta records the embedder's model on the store, or refuses a store
+// holding another model's vectors.
+func ensureMeta(ctx context.Context, store vectors.Store, emb vectors.Embedder) error {
+	if err := vectors.EnsureMeta(ctx, store, emb.Model(), emb.Dim()); err != nil {
+		if errors.Is(err, vectors.ErrModelMismatch) {
+			return fmt.Errorf("%w\nthe vector store holds vectors of another model: run `hindsight reembed` to replace them, or restore the previous embedder settings", err)
+		}
+		return err
+	}
+	return nil
+}
+
+// Unavailable is why the vector store cannot be used yet (Weaviate not
+// answering since the start), or nil.
+func (s *Semantic) Unavailable() error {
+	if d, ok := s.Store.(*weaviate.Deferred); ok {
+		return d.Err()
+	}
+	return nil
 }
 
 func openVectorStore(ctx context.Context, cfg config.Semantic, dataDir string) (vectors.Store, string, error) {
@@ -115,12 +161,23 @@ func openVectorStore(ctx context.Context, cfg config.Semantic, dataDir string) (
 // collection weaviate.DefaultCollection. When the server does not answer the
 // error names the URL and what to check.
 func openWeaviate(ctx context.Context, cfg config.Semantic) (vectors.Store, string, error) {
-	st, err := weaviate.Open(ctx, weaviate.Config{URL: cfg.WeaviateURL, APIKey: cfg.WeaviateKey})
+	st, err := weaviate.Open(ctx, weaviateConfig(cfg))
 	if err != nil {
-		return nil, "", fmt.Errorf("WEAVIATE_URL: %w\n"+
-			"(Weaviate 1.25 or later is needed; set WEAVIATE_API_KEY if it requires a key, or unset WEAVIATE_URL to keep the vectors in the embedded store)", err)
+		return nil, "", weaviateError(err)
 	}
 	return st, fmt.Sprintf("Weaviate at %s (collection %s)", st.Where(), st.Collection()), nil
+}
+
+func weaviateConfig(cfg config.Semantic) weaviate.Config {
+	return weaviate.Config{URL: cfg.WeaviateURL, APIKey: cfg.WeaviateKey}
+}
+
+func weaviateError(err error) error {
+	if errors.Is(err, vectors.ErrModelMismatch) {
+		return err
+	}
+	return fmt.Errorf("WEAVIATE_URL: %w\n"+
+		"(Weaviate 1.25 or later is needed; set WEAVIATE_API_KEY if it requires a key, or unset WEAVIATE_URL to keep the vectors in the embedded store)", err)
 }
 
 // Close releases the vector store.

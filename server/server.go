@@ -84,7 +84,7 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger) (*Server, e
 		st.Close()
 		return nil, err
 	}
-	sem, err := OpenSemantic(ctx, cfg.Semantic, cfg.Data, false)
+	sem, err := openSemantic(ctx, cfg.Semantic, cfg.Data, false, &log)
 	if err != nil {
 		idx.Close()
 		st.Close()
@@ -104,7 +104,10 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger) (*Server, e
 	}
 	s.Pipeline = ingest.NewPipeline(st, idx, ingest.PipelineOptions{Logger: log, OnLag: s.Metrics.ObserveLag}, stages...)
 	s.Ingest.OnWrite(s.Pipeline.Notify)
-	s.Search = ranking.New(idx, vs, emb, sem.Options)
+	ropts := sem.Options
+	ropts.Logger = log
+	ropts.OnDegraded, ropts.OnUnavailable = s.Metrics.ObserveDegraded, s.Metrics.ObserveUnavailable
+	s.Search = ranking.New(idx, vs, emb, ropts)
 	s.API = httpd.New(httpd.Config{
 		Auth: s.Accounts, Ingest: s.Ingest, Records: st, Search: s.Search, Limits: cfg.Limits,
 		RatePerSecond: cfg.Rate, RateBurst: cfg.Burst, Logger: log,
@@ -184,8 +187,15 @@ func (s *Server) readiness(ctx context.Context) []string {
 	if s.rebuildFailed.Load() {
 		reasons = append(reasons, "full-text index rebuild failed: restart or run hindsight reindex")
 	}
-	if err := s.Pipeline.Status().LastErr; err != nil {
-		reasons = append(reasons, "indexing is failing: "+err.Error())
+	if err := s.Semantic.Unavailable(); err != nil {
+		reasons = append(reasons, "vector store unavailable (semantic search is off, embeddings wait): "+err.Error())
+	}
+	st := s.Pipeline.Status()
+	if st.LastErr != nil {
+		reasons = append(reasons, "indexing is failing: "+st.LastErr.Error())
+	}
+	if st.ChunkErr != nil && s.Semantic.Unavailable() == nil {
+		reasons = append(reasons, "context and semantic indexing is failing (the work stays queued and is retried): "+st.ChunkErr.Error())
 	}
 	return reasons
 }

@@ -121,3 +121,8 @@ func sleep(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 }
+
+// RetryDelay is the wait the provider asked for (Retry-After), 0 when it
+// named none; callers that pass a failure on (a 503 to an API client) read
+// it without knowing this type.
+func (e *ProviderError) RetryDelay() time.Duration { return e.RetryAfter }

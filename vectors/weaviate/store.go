@@ -242,10 +242,10 @@ func checkServer(ctx context.Context, client *wv.Client, where string) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return fmt.Errorf("weaviate at %s does not answer (%v): check the URL and that the server is running and reachable from here", where, unwrapClient(err))
+		return &notReadyError{fmt.Errorf("weaviate at %s does not answer (%v): check the URL and that the server is running and reachable from here", where, unwrapClient(err))}
 	}
 	if !ready {
-		return fmt.Errorf("weaviate at %s answers but is not ready (/v1/.well-known/ready): wait for it to finish starting, or check its log", where)
+		return &notReadyError{fmt.Errorf("weaviate at %s answers but is not ready (/v1/.well-known/ready): wait for it to finish starting, or check its log", where)}
 	}
 	m, err := client.Misc().MetaGetter().Do(ctx)
 	if err != nil {
@@ -256,6 +256,15 @@ func checkServer(ctx context.Context, client *wv.Client, where string) error {
 	}
 	return nil
 }
+
+// notReadyError: the server did not answer, or is still starting; it may
+// later (OpenDeferred keeps trying).
+type notReadyError struct{ err error }
+
+func (e *notReadyError) Error() string { return e.err.Error() }
+func (e *notReadyError) Unwrap() error { return e.err }
+
+func collectionOf(cfg Config) string { return cmp.Or(cfg.Collection, DefaultCollection) }
 
 func versionAtLeast(v string, major, minor int) bool {
 	parts := strings.SplitN(strings.TrimPrefix(v, "v"), ".", 3)
