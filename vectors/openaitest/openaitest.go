@@ -87,6 +87,10 @@ func Malformed() Fault { return Fault{Body: `{"object":"list","data":[{"embeddin
 // WrongDim answers with vectors of dim dimensions.
 func WrongDim(dim int) Fault { return Fault{Dim: dim} }
 
+// Slow answers normally after d (a provider timing out, for a client
+// whose timeout is shorter).
+func Slow(d time.Duration) Fault { return Fault{Delay: d} }
+
 // Dropped closes the connection without an answer.
 func Dropped() Fault { return Fault{Drop: true} }
 
@@ -97,6 +101,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	script   []Fault
+	outage   *Fault // FailAll's fault, until Recover
 	received []Request
 	requests int
 }
@@ -125,6 +130,22 @@ func (s *Server) Script(faults ...Fault) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.script = append(s.script, faults...)
+}
+
+// FailAll answers every request with f (after any scripted faults) until
+// Recover: an outage rather than a blip, for tests of what a server does
+// while its provider is down.
+func (s *Server) FailAll(f Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.outage = &f
+}
+
+// Recover ends FailAll's outage.
+func (s *Server) Recover() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.outage = nil
 }
 
 // Requests is how many requests reached the server.
@@ -200,6 +221,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	var f Fault
 	if len(s.script) > 0 {
 		f, s.script = s.script[0], s.script[1:]
+	} else if s.outage != nil {
+		f = *s.outage
 	}
 	s.mu.Unlock()
 

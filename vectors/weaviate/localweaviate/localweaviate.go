@@ -293,6 +293,24 @@ func (s *Server) stopProcess() error {
 	return nil
 }
 
+// Kill ends the server at once (SIGKILL): a crash, with nothing flushed.
+// Restart brings it back on the same data. Safe to call when stopped.
+func (s *Server) Kill() error {
+	s.mu.Lock()
+	cmd, done := s.cmd, s.done
+	s.cmd = nil
+	s.mu.Unlock()
+	if cmd == nil {
+		return nil
+	}
+	err := cmd.Process.Kill()
+	<-done
+	if s.proxy != nil {
+		s.proxy.dropConns()
+	}
+	return err
+}
+
 // Restart stops the server gracefully and starts it again on the same data
 // (and, when isolated, the same URL), returning once it is ready. It is what
 // an operator's restart does: memtables are flushed to disk segments and
