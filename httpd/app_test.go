@@ -45,6 +45,9 @@ type options struct {
 	now    func() time.Time    // httpd's clock (health, rate limiter); nil = time.Now
 	auth   httpd.Authenticator // replaces the real accounts (fault injection)
 	store  *kv.Store           // replaces kvtest.Open (tests that break the store)
+	// ingestNow replaces ingest's clock, which runs inside the write
+	// transaction (fault injection: a panic inside a write).
+	ingestNow func() time.Time
 }
 
 // app is a real Hindsight wired as cmd/hindsight's buildApp does, served by
@@ -85,7 +88,11 @@ func newApp(t *testing.T, o options) *app {
 	}
 	a := &app{t: t, store: st, clock: &tickingClock{}, logs: &syncBuffer{}, userIDs: map[string]string{}}
 	a.acct = accounts.New(st, a.clock.Now)
-	svc := ingest.NewService(st, a.clock.Now)
+	now := a.clock.Now
+	if o.ingestNow != nil {
+		now = o.ingestNow
+	}
+	svc := ingest.NewService(st, now)
 	var auth httpd.Authenticator = a.acct
 	if o.auth != nil {
 		auth = o.auth
