@@ -127,7 +127,7 @@ func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 // accessLog logs one line per request: method, path (never the query string,
 // which can hold search text), status, size, duration, user. Server errors log
-// at error level, the rest at info.
+// at error level (503 aside), the rest at info.
 func (s *Server) accessLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -138,7 +138,9 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 		}
 		l := zerolog.Ctx(r.Context())
 		ev := l.Info()
-		if rec.status >= 500 {
+		// A 503 is a dependency's outage, logged once when it starts (by
+		// ranking), not an error of ours at every request.
+		if rec.status >= 500 && rec.status != http.StatusServiceUnavailable {
 			ev = l.Error()
 		}
 		if s.cfg.Observe != nil {

@@ -254,8 +254,8 @@ func TestDegradedModes(t *testing.T) {
 				t.Errorf("context with the provider down: %s", textOf(res))
 			}
 			res = call(t, alice, "search_sessions", map[string]any{"query": "login redirect callback", "mode": "semantic"})
-			if !res.IsError {
-				t.Errorf("semantic with the provider down: %s", textOf(res))
+			if !res.IsError || !strings.Contains(textOf(res), "embedding provider") || !strings.Contains(textOf(res), "hybrid") {
+				t.Errorf("semantic with the provider down: %s; want a tool error naming the embedding provider and hybrid", textOf(res))
 			}
 			// The provider is back.
 			res = call(t, alice, "search_sessions", map[string]any{"query": "login redirect callback", "mode": "semantic"})
