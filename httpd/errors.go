@@ -32,7 +32,9 @@ func (e *httpError) Error() string { return e.msg }
 func errBadRequest(msg string) error {
 	return &httpError{status: http.StatusBadRequest, code: "Bad Request", msg: msg}
 }
-func errNotFound(msg string) error { return &httpError{status: http.StatusNotFound, code: "Not Found", msg: msg} }
+func errNotFound(msg string) error {
+	return &httpError{status: http.StatusNotFound, code: "Not Found", msg: msg}
+}
 func errUnauthorized(msg string) error {
 	return &httpError{status: http.StatusUnauthorized, code: "Unauthorized", msg: msg}
 }
