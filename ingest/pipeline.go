@@ -212,7 +212,7 @@ func (p *Pipeline) runChunks(ctx context.Context, wake <-chan struct{}) {
 				return
 			}
 			if err != nil {
-				backoff = min(max(2*backoff, 500*time.Millisecond), p.opts.MaxBackoff)
+				backoff = min(max(2*backoff, 500*time.Millisecond, retryDelay(err)), p.opts.MaxBackoff)
 				fail.failed(p.log, "context and semantic indexing", err, backoff)
 				// Wake-ups do not cut the wait short: a failing dependency
 				// is not retried faster because writes keep coming.
@@ -230,6 +230,16 @@ func (p *Pipeline) runChunks(ctx context.Context, wake <-chan struct{}) {
 			}
 		}
 	}
+}
+
+// retryDelay is the wait a failing dependency asked for (a provider's
+// Retry-After, on *vectors.ProviderError), or 0.
+func retryDelay(err error) time.Duration {
+	var rd interface{ RetryDelay() time.Duration }
+	if errors.As(err, &rd) {
+		return rd.RetryDelay()
+	}
+	return 0
 }
 
 // failures logs a queue's failures once per change: the first failure at

@@ -96,7 +96,16 @@ func TestProviderFaults(t *testing.T) {
 		if missing != 0 {
 			t.Errorf("%s: %d chunks still not embedded %s after the provider recovered", f.name, missing, took)
 		}
-		after := r.search("semantic", "jittered backoff", 100)
+		// A store makes a write visible to Hashes a moment before its
+		// searches see it: allow that moment.
+		var after answer
+		for deadline := time.Now().Add(5 * time.Second); ; {
+			after = r.search("semantic", "jittered backoff", 100)
+			if after.status != http.StatusOK || strings.Count(after.body, `"title":"session `) == total || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 		seen.add("semantic after", after.status)
 		if after.status != http.StatusOK || strings.Count(after.body, `"title":"session `) != total {
 			t.Errorf("%s: semantic search after recovery: %d, %d sessions, want 200 and all %d", f.name, after.status,

@@ -129,9 +129,16 @@ func TestWeaviateFaults(t *testing.T) {
 		t.Errorf("%d chunks not embedded %s after Weaviate was restarted", missing, took)
 	}
 	took = time.Since(up)
-	after := r.search("semantic", "jittered backoff", 100)
-	seen.add("semantic after", after.status)
 	want := 5 + 2*int(batches.Load())
+	var after answer
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		after = r.search("semantic", "jittered backoff", 100)
+		if after.status != http.StatusOK || strings.Count(after.body, `"title":"session `) == min(want, 100) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	seen.add("semantic after", after.status)
 	if after.status != http.StatusOK || strings.Count(after.body, `"title":"session `) != min(want, 100) {
 		t.Errorf("semantic after the restart: %d, %d sessions; want 200 and %d", after.status, strings.Count(after.body, `"title":"session `), min(want, 100))
 	}
