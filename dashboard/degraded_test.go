@@ -35,7 +35,7 @@ func TestDegradedNotice(t *testing.T) {
 	b := f.browser()
 	b.signIn("alice")
 	for _, mode := range []string{"semantic", "hybrid"} {
-		p := b.get("/sessions?q=anything&mode=" + mode).want(t, http.StatusOK)
+		p := b.get("/sessions?q=anything&mode="+mode).want(t, http.StatusOK)
 		if got := rowTitles(t, p); len(got) != 1 {
 			t.Errorf("%s: rows %q, want the full-text result", mode, got)
 		}
