@@ -169,10 +169,14 @@ func TestProviderOutageKeepsWorkQueued(t *testing.T) {
 		rs := ta.search(key, "capacitor", "")
 		return len(rs) == 1
 	})
-	// Once the provider answers again the vectors arrive.
+	// Once the provider answers again the vectors arrive; meanwhile
+	// semantic search is a 503 (the provider's outage, not a server fault).
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		rs := ta.search(key, "flux capacitor overheating", "&type=semantic")
+		code, rs := ta.searchStatus(key, "flux capacitor overheating", "&type=semantic")
+		if code != http.StatusOK && code != http.StatusServiceUnavailable {
+			t.Fatalf("semantic search during the outage: %d, want 200 or 503", code)
+		}
 		if len(rs) == 1 {
 			break
 		}
