@@ -172,8 +172,10 @@ func TestProviderOutageKeepsWorkQueued(t *testing.T) {
 	// Once the provider answers again the vectors arrive.
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		rs := ta.search(key, "flux capacitor overheating", "&type=semantic")
-		if len(rs) == 1 {
+		// While the provider is down the answer is not a 200 (issue 14 makes
+		// it a 503); polling stops at the first 200 that finds the session.
+		code, rs := ta.searchStatus(key, "flux capacitor overheating", "&type=semantic")
+		if code == http.StatusOK && len(rs) == 1 {
 			break
 		}
 		if time.Now().After(deadline) {
