@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"fmt"
 	"html/template"
 	"math"
 	"slices"
@@ -145,8 +146,11 @@ func FuzzRenderMarkdown(f *testing.F) {
 	})
 }
 
-// Hostile input must not make rendering quadratic: each of these is 1 MiB.
-func TestRenderMarkdownLinear(t *testing.T) {
+// hostileInputs are 1 MiB each, built to make a Markdown parser slow:
+// nesting, unclosed openers, link starts, tables of empty rows. superlinear
+// says which shapes goldmark parses in more than linear time, so they must
+// take the plain-text fallback (slowToParse).
+func hostileInputs() (inputs []string, superlinear map[string]bool) {
 	// Lists nested by indentation, a level deeper on each line: without
 	// bound, and up to just under the bound again and again.
 	var nested, sawtooth, deepText strings.Builder
@@ -161,20 +165,55 @@ func TestRenderMarkdownLinear(t *testing.T) {
 			deepText.WriteString(strings.Repeat(" ", 100) + "x\n")
 		}
 	}
-	inputs := []string{nested.String(), sawtooth.String(), deepText.String()}
+	inputs = []string{nested.String(), sawtooth.String(), deepText.String()}
+	superlinear = map[string]bool{nested.String(): true}
 	for _, unit := range []string{"*", "**a ", "_", "`", "``` ", "[", "[a](", "[a](javascript:", "https://", "> ", "- ", "\\", "*a `b ", "**x*",
 		"![a](", "[](", "[a](<", "[a](x '\n", "[a](x \"\n", "[a]: x \"\n", "[a]:\n", "- > ", "> - ", "1. ", "a|b\n-|-\n", "|\n", "~~", "www.", "a@b.c ", "- [ ] "} {
-		inputs = append(inputs, strings.Repeat(unit, (1<<20)/len(unit)))
+		in := strings.Repeat(unit, (1<<20)/len(unit))
+		inputs = append(inputs, in)
+		switch unit {
+		case "[a](", "[a](javascript:", "![a](", "[](", "[a](<", "[a](x '\n", "[a](x \"\n", "[a]: x \"\n", "[a]:\n", // link starts: quadratic
+			"> ", "- > ", "> - ", "- ", "1. ": // one line opening thousands of blocks: quadratic
+			superlinear[in] = true
+		}
 	}
+	return inputs, superlinear
+}
+
+// Hostile input renders to safe, non-empty output, and every shape goldmark
+// would parse in more than linear time takes the plain-text fallback. How
+// long each takes is BenchmarkRenderMarkdownHostile's to report (a unit test
+// asserts no wall-clock time).
+func TestRenderMarkdownHostile(t *testing.T) {
+	inputs, superlinear := hostileInputs()
 	for _, in := range inputs {
-		start := time.Now()
-		out := renderMarkdown(in)
-		if d := time.Since(start); d > 5*time.Second {
-			t.Errorf("1 MiB of %q took %v", in[:min(len(in), 16)], d)
+		name := fmt.Sprintf("%.16q", in)
+		if got := slowToParse(in); got != superlinear[in] {
+			t.Errorf("slowToParse(1 MiB of %s) = %v, want %v", name, got, superlinear[in])
 		}
-		if len(out) == 0 {
-			t.Errorf("1 MiB of %q rendered nothing", in[:min(len(in), 16)])
+		out := string(renderMarkdown(in))
+		if out == "" {
+			t.Errorf("1 MiB of %s rendered nothing", name)
 		}
+		checkMarkdownSafe(t, in[:min(len(in), 4096)], string(renderMarkdown(in[:min(len(in), 4096)])))
+	}
+	// Ordinary text of the same size stays Markdown.
+	prose := strings.Repeat("Fix the *login* redirect: see [the docs](https://example.com/a) and `main.go`.\n\n- one\n  - two\n\n", 1<<20/100)
+	if slowToParse(prose) {
+		t.Error("1 MiB of ordinary Markdown took the plain-text fallback")
+	}
+}
+
+// BenchmarkRenderMarkdownHostile reports the time of each hostile input:
+// go test -run '^$' -bench RenderMarkdownHostile -benchtime 1x ./dashboard/
+func BenchmarkRenderMarkdownHostile(b *testing.B) {
+	inputs, _ := hostileInputs()
+	for _, in := range inputs {
+		b.Run(fmt.Sprintf("%.16q", in), func(b *testing.B) {
+			for b.Loop() {
+				renderMarkdown(in)
+			}
+		})
 	}
 }
 

@@ -165,7 +165,9 @@ func titles(rs []searchResult) []string {
 
 func (ta *testApp) idle() {
 	ta.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// A liveness bound, not a timing: generous, as -race on a loaded 2-core
+	// machine embeds a thousand sessions many times slower than idle.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if err := ta.app.Pipeline.WaitIdle(ctx); err != nil {
 		ta.t.Fatalf("pipeline did not drain: %v", err)
