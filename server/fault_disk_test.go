@@ -99,7 +99,7 @@ func TestDiskFull(t *testing.T) {
 	// The plugin retries its refused writes; they are taken now.
 	for i := range 4 {
 		var a answer
-		waitFor(t, "a sync to be accepted after space returned", 30*time.Second, func() bool {
+		waitFor(t, "a sync to be accepted after space returned", 60*time.Second, func() bool {
 			a = sync(fmt.Sprintf("after%d", i), 20, 100_000)
 			return a.status == http.StatusOK
 		})

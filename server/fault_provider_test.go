@@ -28,7 +28,7 @@ func TestProviderFaults(t *testing.T) {
 	if a, _ := r.syncSessions("base", 3); a.status != http.StatusOK {
 		t.Fatalf("sync: %d %s", a.status, a.body)
 	}
-	if took, missing := r.waitEmbedded(20 * time.Second); missing != 0 {
+	if took, missing := r.waitEmbedded(90 * time.Second); missing != 0 {
 		t.Fatalf("%d chunks not embedded after %s with the provider up", missing, took)
 	}
 
@@ -58,7 +58,7 @@ func TestProviderFaults(t *testing.T) {
 		}
 		total += 3
 		// The background embedding meets the fault: wait for its request.
-		waitFor(t, f.name+": a background embedding request", 10*time.Second, func() bool {
+		waitFor(t, f.name+": a background embedding request", 60*time.Second, func() bool {
 			for _, req := range provider.Received()[before:] {
 				for _, in := range req.Input {
 					if strings.Contains(in, prefix+" worker") {
@@ -92,14 +92,14 @@ func TestProviderFaults(t *testing.T) {
 		seen.add("fulltext", http.StatusOK)
 
 		provider.Recover()
-		took, missing := r.waitEmbedded(30 * time.Second)
+		took, missing := r.waitEmbedded(90 * time.Second)
 		if missing != 0 {
 			t.Errorf("%s: %d chunks still not embedded %s after the provider recovered", f.name, missing, took)
 		}
 		// A store makes a write visible to Hashes a moment before its
 		// searches see it: allow that moment.
 		var after answer
-		for deadline := time.Now().Add(5 * time.Second); ; {
+		for deadline := time.Now().Add(30 * time.Second); ; {
 			after = r.search("semantic", "jittered backoff", 100)
 			if after.status != http.StatusOK || strings.Count(after.body, `"title":"session `) == total || time.Now().After(deadline) {
 				break

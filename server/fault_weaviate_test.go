@@ -74,7 +74,7 @@ func TestWeaviateFaults(t *testing.T) {
 		t.Fatalf("%d chunks not embedded %s after Weaviate came up", missing, took)
 	}
 	took = time.Since(up)
-	waitFor(t, "/ready to turn 200", 30*time.Second, func() bool { c, _ := r.readyReasons(); return c == http.StatusOK })
+	waitFor(t, "/ready to turn 200", 60*time.Second, func() bool { c, _ := r.readyReasons(); return c == http.StatusOK })
 	seen.add("ready after", http.StatusOK)
 	report(t, "weaviate unreachable at start, then started", seen, missing, took)
 
@@ -110,7 +110,7 @@ func TestWeaviateFaults(t *testing.T) {
 	if err := wv.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "a hybrid search answered from full-text", 10*time.Second, func() bool { return degraded.Load() > 0 })
+	waitFor(t, "a hybrid search answered from full-text", 60*time.Second, func() bool { return degraded.Load() > 0 })
 	sem = r.search("semantic", "jittered backoff", 20)
 	seen.add("semantic", sem.status)
 	if sem.status != http.StatusServiceUnavailable || !strings.Contains(sem.body, "vector store") {
@@ -131,7 +131,7 @@ func TestWeaviateFaults(t *testing.T) {
 	took = time.Since(up)
 	want := 5 + 2*int(batches.Load())
 	var after answer
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	for deadline := time.Now().Add(30 * time.Second); ; {
 		after = r.search("semantic", "jittered backoff", 100)
 		if after.status != http.StatusOK || strings.Count(after.body, `"title":"session `) == min(want, 100) || time.Now().After(deadline) {
 			break

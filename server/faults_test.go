@@ -190,7 +190,7 @@ func (r *faultRig) waitEmbedded(limit time.Duration) (time.Duration, int) {
 // waitFound waits until a full-text search for q finds n sessions.
 func (r *faultRig) waitFound(q string, n int) {
 	r.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(60 * time.Second) // a liveness bound
 	for {
 		a := r.search("fulltext", q, 100)
 		var body struct {
