@@ -32,6 +32,8 @@ require (
 	modernc.org/sqlite v1.61.1
 )
 
+require github.com/klauspost/compress v1.18.0 // indirect
+
 require (
 	codeberg.org/go-fonts/liberation v0.5.0 // indirect
 	codeberg.org/go-latex/latex v0.2.0 // indirect
