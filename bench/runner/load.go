@@ -163,7 +163,7 @@ func Load(ctx context.Context, base config.Config, c LoadConfig, stdout, stderr 
 // sessions it indexed.
 func timedRebuild(ctx context.Context, st *kv.Store, dir string, progressOut io.Writer) (int, error) {
 	defer os.RemoveAll(dir)
-	idx, n, err := rebuildWith(ctx, st, dir, index.Options{}, "rebuild index", progressOut)
+	idx, n, err := rebuildWith(ctx, st, dir, index.Options{Text: ingest.Texts{Store: st}}, "rebuild index", progressOut)
 	if err != nil {
 		return 0, err
 	}
