@@ -87,8 +87,10 @@ type Options struct {
 type TextSource interface {
 	// SessionText returns the user's sessions among ids, as Put would be
 	// given them now (Title, Body and Chunks), keyed by session id. Sessions
-	// that no longer exist are left out.
-	SessionText(ctx context.Context, userID string, ids []string) (map[string]Session, error)
+	// that no longer exist are left out. With bodyBytes > 0 only Title and
+	// the first bodyBytes of Body are needed (a longer Body is fine), and
+	// Chunks are not.
+	SessionText(ctx context.Context, userID string, ids []string, bodyBytes int) (map[string]Session, error)
 }
 
 func (o Options) titleRepeat() (int, error) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"time"
+	"unicode/utf8"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/search/query"
@@ -188,7 +189,13 @@ func (ix *Index) hitTexts(ctx context.Context, userID string, kind Kind, docs []
 			ids = append(ids, sid)
 		}
 	}
-	texts, err := ix.text.SessionText(ctx, userID, ids)
+	// A session snippet reads no further into the body than this (see
+	// findMatches and fragment); a chunk's needs the chunks.
+	bodyBytes := 0
+	if kind == Sessions {
+		bodyBytes = maxScanBytes + snippetBytes + utf8.UTFMax
+	}
+	texts, err := ix.text.SessionText(ctx, userID, ids, bodyBytes)
 	if err != nil {
 		return nil, fmt.Errorf("index: search: text of the hits: %w", err)
 	}

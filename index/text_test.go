@@ -6,26 +6,34 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	bleveindex "github.com/blevesearch/bleve_index_api"
 )
 
 // mapSource is a TextSource over fixed sessions; it records its calls.
+// Given a body size it returns no more than asked for, the least a source
+// may return.
 type mapSource struct {
-	sessions map[string]Session // user + "/" + session id
-	calls    [][]string
-	err      error
+	sessions  map[string]Session // user + "/" + session id
+	calls     [][]string
+	bodyBytes []int
+	err       error
 }
 
-func (m *mapSource) SessionText(_ context.Context, userID string, ids []string) (map[string]Session, error) {
+func (m *mapSource) SessionText(_ context.Context, userID string, ids []string, bodyBytes int) (map[string]Session, error) {
 	m.calls = append(m.calls, slices.Clone(ids))
+	m.bodyBytes = append(m.bodyBytes, bodyBytes)
 	if m.err != nil {
 		return nil, m.err
 	}
 	out := map[string]Session{}
 	for _, id := range ids {
 		if s, ok := m.sessions[userID+"/"+id]; ok {
+			if bodyBytes > 0 {
+				s = Session{UserID: s.UserID, SessionID: s.SessionID, Title: s.Title, Body: s.Body[:min(bodyBytes, len(s.Body))]}
+			}
 			out[id] = s
 		}
 	}
@@ -59,6 +67,9 @@ func TestTextSource(t *testing.T) {
 		chunked("u", "title-only", "Config loader", "nothing relevant here"),
 		chunked("u", "race", "", "a race condition in the scheduler", "the race track config"),
 		chunked("other", "xss", "Config of another user", "config config config"),
+		// A match near the end of what a snippet scans, in a body longer
+		// than that.
+		chunked("u", "long", "", strings.Repeat("filler words here. ", 1720)+"the needle is here, then "+strings.Repeat("more filler. ", 200)),
 	}
 	for i := range 30 {
 		ss = append(ss, chunked("u", fmt.Sprintf("s%02d", i), fmt.Sprintf("session %d about topic%d", i, i%7),
@@ -99,10 +110,12 @@ func TestTextSource(t *testing.T) {
 		// ties at the limit differently (their segments differ).
 		{UserID: "u", Text: `"another message" topic4`, Kind: Chunks, Limit: 100},
 		{UserID: "other", Text: "config", Kind: Chunks},
+		{UserID: "u", Text: "needle"},
+		{UserID: "u", Text: "needle filler"},
 	} {
 		q.Explain = true
 		want := search(t, stored, q)
-		src.calls = nil
+		src.calls, src.bodyBytes = nil, nil
 		got := search(t, ix, q)
 		if len(want) == 0 || !reflect.DeepEqual(got, want) {
 			t.Errorf("%+v with a text source:\n got %+v\nwant %+v", q, got, want)
@@ -116,6 +129,9 @@ func TestTextSource(t *testing.T) {
 			if !slices.Contains(sessions, h.SessionID) {
 				sessions = append(sessions, h.SessionID)
 			}
+		}
+		if q.Kind == Sessions && src.bodyBytes[0] <= 0 || q.Kind == Chunks && src.bodyBytes[0] != 0 {
+			t.Errorf("%+v: source asked for a body of %d bytes", q, src.bodyBytes[0])
 		}
 		if !reflect.DeepEqual(sorted(src.calls[0]), sorted(sessions)) {
 			t.Errorf("%+v: source asked for %v, want the hits' sessions %v", q, src.calls[0], sessions)

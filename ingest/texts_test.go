@@ -2,6 +2,7 @@ package ingest_test
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/hindsight-dev/hindsight/index"
@@ -28,7 +29,7 @@ func TestTexts(t *testing.T) {
 		t.Fatalf("IndexSession = %+v", want)
 	}
 	src := ingest.Texts{Store: f.st}
-	got, err := src.SessionText(ctx, f.user, []string{sid, "nosuchsession000"})
+	got, err := src.SessionText(ctx, f.user, []string{sid, "nosuchsession000"}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +37,32 @@ func TestTexts(t *testing.T) {
 		t.Errorf("SessionText = %+v, want only %+v", got, want)
 	}
 	other := f.newUser("bob")
-	if got, err := src.SessionText(ctx, other, []string{sid}); err != nil || len(got) != 0 {
+	if got, err := src.SessionText(ctx, other, []string{sid}, 0); err != nil || len(got) != 0 {
 		t.Errorf("another user's SessionText = %+v, %v; want nothing", got, err)
+	}
+
+	// With a body size, a prefix of the body at least that long (while the
+	// session has that much), without chunks.
+	f.message(`{"externalId":"m3","sessionExternalId":"s1","role":"assistant","textContent":"so refresh it first"}`)
+	f.message(`{"externalId":"m4","sessionExternalId":"s1","role":"user","textContent":"and the flaky part?"}`)
+	if err := f.st.View(ctx, func(tx *kv.Tx) error {
+		d, err := ingest.LoadDoc(tx, f.user, sid)
+		want = ingest.IndexSession(d)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{1, 30, 40, 60, len(want.Body), 10 * len(want.Body)} {
+		got, err := src.SessionText(ctx, f.user, []string{sid, "nosuchsession000"}, n)
+		if err != nil || len(got) != 1 {
+			t.Fatalf("SessionText(%d) = %+v, %v", n, got, err)
+		}
+		s := got[sid]
+		if s.Title != want.Title || !strings.HasPrefix(want.Body, s.Body) || len(s.Body) < min(n, len(want.Body)) || s.Chunks != nil {
+			t.Errorf("SessionText(%d) = %+v; want a prefix of at least %d of %q, no chunks", n, s, n, want.Body)
+		}
+		if n < 40 && len(s.Body) == len(want.Body) {
+			t.Errorf("SessionText(%d) read the whole body %q", n, s.Body)
+		}
 	}
 }
