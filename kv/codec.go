@@ -24,7 +24,8 @@ import (
 // zstd as raw history. Frames name their dictionary by id, so a record
 // written before the dictionary existed still reads. Measured on generated
 // sessions, message records shrank to 0.72 of their JSON without a
-// dictionary and to 0.32 with one.
+// dictionary and to 0.29 with one (0.42 on SciFact abstracts and CoSQA
+// code, against 0.57 and 0.65 without).
 const (
 	formatZstd byte = 0x01 // zstd frame of the JSON follows
 	formatJSON byte = '{'  // the record is the JSON itself
@@ -61,8 +62,9 @@ type codec struct {
 
 func newCodec(dictID uint32, dict []byte) (*codec, error) {
 	// The fastest level: records are compressed on the committer, the one
-	// goroutine every write waits for, and the default level measured only
-	// a tenth smaller on message records at three times the cost.
+	// goroutine every write waits for, and on generated message records the
+	// default level measured a seventh smaller without a dictionary and no
+	// smaller with one, at two to three times the cost.
 	eopts := []zstd.EOption{zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderCRC(false), zstd.WithLowerEncoderMem(true)}
 	dopts := []zstd.DOption{zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(maxRecordBytes)}
 	if dictID != 0 {
