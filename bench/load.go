@@ -32,9 +32,19 @@ type LoadTarget struct {
 	Search func(ctx context.Context, user int, mode, q string, k int) (int, error)
 	// Rebuild re-indexes everything from the records and returns how many sessions.
 	Rebuild func(ctx context.Context) (int, error)
-	// DiskBytes reports the size of the records file and of the index.
-	DiskBytes func() (records, index int64)
+	// Disk reports what the data set takes on disk.
+	Disk func() DiskUse
+	// TextBytes returns the size of every session's searchable text: the
+	// title and message text the index scores, counted once.
+	TextBytes func(ctx context.Context) (int64, error)
 	Modes     []string
+}
+
+// DiskUse is the size on disk of each part of a data set.
+type DiskUse struct {
+	Records int64 // the records file (bbolt)
+	Index   int64 // the full-text index
+	Vectors int64 // vectors kept in the data directory (0 when none, or kept by a Weaviate server)
 }
 
 // StepOptions configures RunLoad.
@@ -62,9 +72,44 @@ type LoadStep struct {
 	RSSBytes        uint64             `json:"rss_bytes,omitempty"` // resident set of the process (Linux; 0 elsewhere)
 	RecordsBytes    int64              `json:"records_bytes"`
 	IndexBytes      int64              `json:"index_bytes"`
-	BytesPerSession float64            `json:"disk_bytes_per_session"`
+	BytesPerSession float64            `json:"disk_bytes_per_session"` // records and index
 	HeapPerSession  float64            `json:"heap_bytes_per_session"`
 	RSSPerSession   float64            `json:"rss_bytes_per_session,omitempty"`
+
+	// What the data is, against what it takes. Raw is the JSON bodies the
+	// sync API received; text is the searchable text (title and message
+	// text, once); records, index and vectors what they take on disk.
+	RawBytes    int64         `json:"raw_payload_bytes,omitempty"`
+	TextBytes   int64         `json:"searchable_text_bytes,omitempty"`
+	VectorBytes int64         `json:"vectors_bytes,omitempty"`
+	PerSession  *SessionBytes `json:"bytes_per_session,omitempty"`
+}
+
+// SessionBytes is a step's bytes per session, and the two ratios the
+// storage goals are set in: records to the raw payload, index to the
+// searchable text.
+type SessionBytes struct {
+	Raw          float64 `json:"raw_payload"`
+	Text         float64 `json:"searchable_text"`
+	Records      float64 `json:"records"`
+	Index        float64 `json:"index"`
+	Vectors      float64 `json:"vectors"`
+	Total        float64 `json:"total"` // records, index and vectors
+	RecordsToRaw float64 `json:"records_to_raw"`
+	IndexToText  float64 `json:"index_to_text"`
+}
+
+func sessionBytes(sessions int, raw, text int64, d DiskUse) *SessionBytes {
+	n := float64(sessions)
+	b := &SessionBytes{Raw: float64(raw) / n, Text: float64(text) / n, Records: float64(d.Records) / n,
+		Index: float64(d.Index) / n, Vectors: float64(d.Vectors) / n, Total: float64(d.Records+d.Index+d.Vectors) / n}
+	if raw > 0 {
+		b.RecordsToRaw = float64(d.Records) / float64(raw)
+	}
+	if text > 0 {
+		b.IndexToText = float64(d.Index) / float64(text)
+	}
+	return b
 }
 
 // Latency is a p50/p99 pair in milliseconds.
@@ -80,6 +125,7 @@ type Loader struct {
 	gen   *Generator
 	done  int
 	msgs  int
+	raw   int64 // bytes of the request bodies synced so far
 	rng   *rand.Rand
 	terms []string
 }
@@ -133,6 +179,9 @@ func (l *Loader) Step(ctx context.Context, o StepOptions) (LoadStep, error) {
 			}
 		}
 		flush()
+		for _, b := range bodies {
+			l.raw += int64(len(b.b))
+		}
 		l.t.Lags() // forget lags of earlier phases
 		var next, msgs atomic.Int64
 		var wg sync.WaitGroup
@@ -208,11 +257,20 @@ func (l *Loader) Step(ctx context.Context, o StepOptions) (LoadStep, error) {
 	runtime.ReadMemStats(&ms)
 	st.HeapBytes = ms.HeapInuse
 	st.RSSBytes = residentBytes()
-	st.RecordsBytes, st.IndexBytes = l.t.DiskBytes()
+	disk := l.t.Disk()
+	st.RecordsBytes, st.IndexBytes, st.VectorBytes = disk.Records, disk.Index, disk.Vectors
+	st.RawBytes = l.raw
+	if l.t.TextBytes != nil {
+		var err error
+		if st.TextBytes, err = l.t.TextBytes(ctx); err != nil {
+			return st, fmt.Errorf("searchable text: %w", err)
+		}
+	}
 	if l.done > 0 {
 		st.BytesPerSession = float64(st.RecordsBytes+st.IndexBytes) / float64(l.done)
 		st.HeapPerSession = float64(st.HeapBytes) / float64(l.done)
 		st.RSSPerSession = float64(st.RSSBytes) / float64(l.done)
+		st.PerSession = sessionBytes(l.done, st.RawBytes, st.TextBytes, disk)
 	}
 	if !o.SkipRebuild {
 		start := time.Now()
@@ -287,5 +345,19 @@ func PrintLoad(w io.Writer, steps []LoadStep, modes []string) {
 			fmt.Fprintf(w, " %8.2f/%8.2fms %8.2f/%8.2fms", a.P50ms, a.P99ms, b.P50ms, b.P99ms)
 		}
 		fmt.Fprintf(w, " %11.0f %10.0f %10.0f %10.0f\n", s.RebuildPS, s.HeapPerSession, s.RSSPerSession, s.BytesPerSession)
+	}
+}
+
+// PrintLoadBytes writes, per step, the bytes per session of the data
+// (raw payload, searchable text) and of what keeps it (records, index,
+// vectors), with the records/raw and index/text ratios.
+func PrintLoadBytes(w io.Writer, steps []LoadStep) {
+	fmt.Fprintf(w, "%9s %12s %12s %19s %19s %12s %12s   (bytes per session)\n",
+		"sessions", "raw payload", "text", "records (x raw)", "index (x text)", "vectors", "total")
+	for _, s := range steps {
+		if b := s.PerSession; b != nil {
+			fmt.Fprintf(w, "%9d %12.0f %12.0f %11.0f (%4.2fx) %11.0f (%4.2fx) %12.0f %12.0f\n",
+				s.Sessions, b.Raw, b.Text, b.Records, b.RecordsToRaw, b.Index, b.IndexToText, b.Vectors, b.Total)
+		}
 	}
 }

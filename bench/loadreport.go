@@ -192,6 +192,13 @@ func loadCharts(dir string, r *LoadResult) error {
 		stepSeries("Go heap in use per session", 0, r.Steps, func(s LoadStep) float64 { return s.HeapPerSession / 1024 }, false),
 		stepSeries("resident memory (RSS) per session", 1, r.Steps, func(s LoadStep) float64 { return s.RSSPerSession / 1024 }, false),
 		stepSeries("disk (records + index) per session", 2, r.Steps, func(s LoadStep) float64 { return s.BytesPerSession / 1024 }, false),
+		// The data itself, for scale (absent from results made before it was measured).
+		stepSeries("raw payload (synced JSON) per session", 3, r.Steps, func(s LoadStep) float64 {
+			if s.PerSession == nil {
+				return 0
+			}
+			return s.PerSession.Raw / 1024
+		}, true),
 	}
 	if err := lineChart(filepath.Join(dir, GrowthMemoryChart), "Memory and disk per session as the data grows",
 		"sessions (log scale)", "KiB per session", mem, true, false, ticks); err != nil {
@@ -234,6 +241,19 @@ func LoadMarkdown(r *LoadResult) string {
 			rebuild = fmt.Sprintf("%.0f", s.RebuildPS)
 		}
 		fmt.Fprintf(&b, " %s | %.1f | %.1f | %.1f |\n", rebuild, s.HeapPerSession/1024, s.RSSPerSession/1024, s.BytesPerSession/1024)
+	}
+	if len(r.Steps) > 0 && r.Steps[0].PerSession != nil {
+		b.WriteString("\nDisk per session, against the data: the raw payload is the JSON the sync API received, the searchable " +
+			"text the title and message text the index scores (once). Records are the bbolt file, the index both Bleve indexes " +
+			"(sessions and chunks), vectors what the vector store keeps in the data directory.\n\n" +
+			"| sessions | raw payload KiB | searchable text KiB | records KiB (× raw) | index KiB (× text) | vectors KiB | total KiB |\n" +
+			"|---|---|---|---|---|---|---|\n")
+		for _, s := range r.Steps {
+			if p := s.PerSession; p != nil {
+				fmt.Fprintf(&b, "| %d | %.1f | %.1f | %.1f (%.2f×) | %.1f (%.2f×) | %.1f | %.1f |\n", s.Sessions,
+					p.Raw/1024, p.Text/1024, p.Records/1024, p.RecordsToRaw, p.Index/1024, p.IndexToText, p.Vectors/1024, p.Total/1024)
+			}
+		}
 	}
 	if len(r.Growth) > 0 {
 		first, last := r.Steps[0], r.Steps[len(r.Steps)-1]

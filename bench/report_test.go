@@ -179,7 +179,8 @@ func TestWriteLoadFiles(t *testing.T) {
 		return LoadStep{Sessions: n, Messages: 20 * n, IngestMsgsPS: 20000, LagP50ms: 300, LagP99ms: 900,
 			Query:     map[string]Latency{"fulltext/inprocess": {p50, 4 * p50}, "fulltext/http": {p50 + 1, 4*p50 + 1}},
 			RebuildPS: 2000, HeapBytes: uint64(n) * 3000, RecordsBytes: int64(n) * 8000, IndexBytes: int64(n) * 4000,
-			BytesPerSession: 12000, HeapPerSession: 3000}
+			BytesPerSession: 12000, HeapPerSession: 3000, RawBytes: int64(n) * 10240, TextBytes: int64(n) * 5120,
+			PerSession: sessionBytes(n, int64(n)*10240, int64(n)*5120, DiskUse{Records: int64(n) * 8192, Index: int64(n) * 4096})}
 	}
 	r := &LoadResult{Modes: []string{"fulltext"}, Settings: map[string]string{"command": "hindsight bench load --grow 10000,100000"},
 		Steps: []LoadStep{step(10000, 1), step(100000, math.Sqrt(10))}}
@@ -202,10 +203,29 @@ func TestWriteLoadFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"hindsight bench load --grow 10000,100000", "| 100000 | 2000000 | 20000 | 300 / 900 | 3.16 / 12.65 |",
-		"| fulltext query p50 | 0.50 | 1.00 → 3.16 |", "](growth_latency.svg)"} {
+		"| fulltext query p50 | 0.50 | 1.00 → 3.16 |", "](growth_latency.svg)",
+		// records 8 KiB of 10 KiB raw, index 4 KiB of 5 KiB text
+		"| 100000 | 10.0 | 5.0 | 8.0 (0.80×) | 4.0 (0.80×) | 0.0 | 12.0 |"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("load report lacks %q:\n%s", want, md)
 		}
+	}
+}
+
+func TestSessionBytes(t *testing.T) {
+	b := sessionBytes(4, 4000, 2000, DiskUse{Records: 3000, Index: 1000, Vectors: 400})
+	want := SessionBytes{Raw: 1000, Text: 500, Records: 750, Index: 250, Vectors: 100, Total: 1100, RecordsToRaw: 0.75, IndexToText: 0.5}
+	if *b != want {
+		t.Errorf("sessionBytes = %+v, want %+v", *b, want)
+	}
+	// Without a payload or text measured, no ratio (not a division by zero).
+	if b := sessionBytes(4, 0, 0, DiskUse{Records: 3000}); b.RecordsToRaw != 0 || b.IndexToText != 0 {
+		t.Errorf("ratios without raw or text = %v, %v; want 0", b.RecordsToRaw, b.IndexToText)
+	}
+	var out strings.Builder
+	PrintLoadBytes(&out, []LoadStep{{Sessions: 4, PerSession: b}})
+	if !strings.Contains(out.String(), "records (x raw)") || !strings.Contains(out.String(), "        4 ") {
+		t.Errorf("PrintLoadBytes:\n%s", out.String())
 	}
 }
 

@@ -92,8 +92,14 @@
 // HTML-escaped with <mark> around matches. Bleve's highlighter would need the
 // scored field stored and term locations loaded on every hit; this costs
 // only the few hits asked for and yields matchedIn from the same pass.
-// Stored text is the one large cost in index size besides the term vectors
-// (positions), which phrase queries need.
+//
+// With Options.Text (the server sets it) the index stores no text at all:
+// the hits' title and body (or chunk text) come from the TextSource, the
+// records the index is derived from, in one call per search. Stored text
+// took a quarter of the index (on 3,000 generated sessions: 22.4 KB per
+// session with it, 16.5 KB without); what remains is mostly the term
+// vectors (positions), which phrase queries need: without them the chunk
+// index measured 3.2 KB per session instead of 9.0 KB.
 //
 // # Performance
 //

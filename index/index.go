@@ -73,6 +73,24 @@ type Options struct {
 	// Logger receives debug lines (counts and durations, never document or
 	// query text) and warnings. The zero value is silent.
 	Logger zerolog.Logger
+	// Text, when set, is where snippets read the hits' text, and the index
+	// stores no text of its own: stored text is about half of an index,
+	// and the records it is derived from hold the same text anyway. Without
+	// it, the title and body (chunk text) are stored with each document.
+	// The choice applies to documents written from then on; an index written
+	// with stored text keeps working with a source (rebuild it to shed the
+	// stored text).
+	Text TextSource
+}
+
+// TextSource gives the current text of indexed sessions, for snippets.
+type TextSource interface {
+	// SessionText returns the user's sessions among ids, as Put would be
+	// given them now (Title, Body and Chunks), keyed by session id. Sessions
+	// that no longer exist are left out. With bodyBytes > 0 only Title and
+	// the first bodyBytes of Body are needed (a longer Body is fine), and
+	// Chunks are not.
+	SessionText(ctx context.Context, userID string, ids []string, bodyBytes int) (map[string]Session, error)
 }
 
 func (o Options) titleRepeat() (int, error) {
@@ -107,7 +125,8 @@ type Index struct {
 	sessions bleve.Index
 	chunks   bleve.Index
 	analyzer analysis.Analyzer
-	repeat   int // times the title is written into the scored text
+	repeat   int        // times the title is written into the scored text
+	text     TextSource // nil: text is stored in the documents
 	log      zerolog.Logger
 
 	wmu    sync.Mutex // serialises Put, Delete and Close
@@ -129,13 +148,17 @@ func Open(dir string, opts Options) (*Index, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("index: %w", err)
 	}
-	ix := &Index{analyzer: a, repeat: repeat, log: opts.Logger}
+	ix := &Index{analyzer: a, repeat: repeat, text: opts.Text, log: opts.Logger}
+	sessionStored, chunkStored := []string{fieldTitle, fieldBody}, []string{fieldBody}
+	if ix.text != nil {
+		sessionStored, chunkStored = nil, nil
+	}
 	var created bool
-	ix.sessions, created, err = openOrCreate(filepath.Join(dir, "sessions.bleve"), newMapping([]string{fieldUser}, []string{fieldTitle, fieldBody}))
+	ix.sessions, created, err = openOrCreate(filepath.Join(dir, "sessions.bleve"), newMapping([]string{fieldUser}, sessionStored))
 	if err != nil {
 		return nil, err
 	}
-	ix.chunks, _, err = openOrCreate(filepath.Join(dir, "chunks.bleve"), newMapping([]string{fieldUser, fieldSession}, []string{fieldBody}))
+	ix.chunks, _, err = openOrCreate(filepath.Join(dir, "chunks.bleve"), newMapping([]string{fieldUser, fieldSession}, chunkStored))
 	if err != nil {
 		_ = ix.sessions.Close()
 		return nil, err
@@ -367,7 +390,7 @@ func (ix *Index) put(ctx context.Context, sessions []Session, withSessions, with
 		}
 		fresh := make(map[string]struct{}, len(s.Chunks))
 		for _, c := range s.Chunks {
-			d := chunkDoc(k, s.UserID, c, ix.analyzer)
+			d := chunkDoc(k, s.UserID, c, ix.analyzer, ix.text == nil)
 			fresh[d.ID()] = struct{}{}
 			if err := cb.IndexAdvanced(d); err != nil {
 				return fmt.Errorf("index: put: %w", err)
@@ -427,17 +450,22 @@ func (ix *Index) sessionDoc(key string, s Session) *document.Document {
 	d := document.NewDocument(key)
 	d.AddField(document.NewTextFieldCustom(fieldUser, nil, []byte(s.UserID), keywordOpts, nil))
 	d.AddField(document.NewTextFieldCustom(fieldText, nil, []byte(text), textOpts, ix.analyzer))
-	d.AddField(document.NewTextFieldCustom(fieldTitle, nil, []byte(s.Title), storedOpts, nil))
-	d.AddField(document.NewTextFieldCustom(fieldBody, nil, []byte(s.Body), storedOpts, nil))
+	if ix.text == nil {
+		d.AddField(document.NewTextFieldCustom(fieldTitle, nil, []byte(s.Title), storedOpts, nil))
+		d.AddField(document.NewTextFieldCustom(fieldBody, nil, []byte(s.Body), storedOpts, nil))
+	}
 	return d
 }
 
-func chunkDoc(key, userID string, c Chunk, a analysis.Analyzer) *document.Document {
+// chunkDoc builds a chunk document, with its text stored when stored is set.
+func chunkDoc(key, userID string, c Chunk, a analysis.Analyzer, stored bool) *document.Document {
 	d := document.NewDocument(chunkID(key, c.Ordinal))
 	d.AddField(document.NewTextFieldCustom(fieldUser, nil, []byte(userID), keywordOpts, nil))
 	d.AddField(document.NewTextFieldCustom(fieldSession, nil, []byte(key), keywordOpts, nil))
 	d.AddField(document.NewTextFieldCustom(fieldText, nil, []byte(c.Text), textOpts, a))
-	d.AddField(document.NewTextFieldCustom(fieldBody, nil, []byte(c.Text), storedOpts, nil))
+	if stored {
+		d.AddField(document.NewTextFieldCustom(fieldBody, nil, []byte(c.Text), storedOpts, nil))
+	}
 	return d
 }
 

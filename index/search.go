@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"time"
+	"unicode/utf8"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/search/query"
@@ -108,20 +109,27 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 	var docs []docHit
 	var total uint64
 	done := false
+	stored := q.Explain && ix.text == nil // load the hits' stored text
 	if len(pq.Phrases) == 0 && len(pq.Exclude) == 0 {
-		docs, total, done, err = searchWords(ctx, idx, q.UserID, pq.Terms, limit, q.Explain, 0)
+		docs, total, done, err = searchWords(ctx, idx, q.UserID, pq.Terms, limit, stored, 0)
 		if err != nil {
 			return nil, ix.searchErr(ctx, q.Kind, err)
 		}
 	}
 	if !done {
-		if docs, total, err = searchBleve(ctx, idx, q.UserID, pq, limit, q.Explain); err != nil {
+		if docs, total, err = searchBleve(ctx, idx, q.UserID, pq, limit, stored); err != nil {
 			return nil, ix.searchErr(ctx, q.Kind, err)
 		}
 	}
 	var terms map[string]struct{}
+	var texts map[string]Session // with a TextSource: the hits' sessions
 	if q.Explain {
 		terms = pq.matchTerms()
+		if ix.text != nil && len(docs) > 0 {
+			if texts, err = ix.hitTexts(ctx, q.UserID, q.Kind, docs); err != nil {
+				return nil, err
+			}
+		}
 	}
 	hits := make([]Hit, 0, len(docs))
 	for _, d := range docs {
@@ -144,7 +152,11 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			hit.Snippet, hit.MatchedIn = explain(ix.analyzer, terms, d.title, d.body)
+			title, body := d.title, d.body
+			if texts != nil {
+				title, body = textOf(texts[sessionID], ord)
+			}
+			hit.Snippet, hit.MatchedIn = explain(ix.analyzer, terms, title, body)
 		}
 		hits = append(hits, hit)
 	}
@@ -161,6 +173,51 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 	ix.log.Debug().Stringer("kind", q.Kind).Int("hits", len(hits)).Uint64("total", total).
 		Dur("took", time.Since(start)).Msg("index: search")
 	return hits, nil
+}
+
+// hitTexts asks the TextSource for the sessions of the hits, in one call.
+func (ix *Index) hitTexts(ctx context.Context, userID string, kind Kind, docs []docHit) (map[string]Session, error) {
+	ids := make([]string, 0, len(docs))
+	seen := make(map[string]bool, len(docs))
+	for _, d := range docs {
+		key := d.id
+		if kind == Chunks {
+			key, _, _ = splitChunkID(d.id)
+		}
+		if _, sid, ok := splitKey(key); ok && !seen[sid] {
+			seen[sid] = true
+			ids = append(ids, sid)
+		}
+	}
+	// A session snippet reads no further into the body than this (see
+	// findMatches and fragment); a chunk's needs the chunks.
+	bodyBytes := 0
+	if kind == Sessions {
+		bodyBytes = maxScanBytes + snippetBytes + utf8.UTFMax
+	}
+	texts, err := ix.text.SessionText(ctx, userID, ids, bodyBytes)
+	if err != nil {
+		return nil, fmt.Errorf("index: search: text of the hits: %w", err)
+	}
+	if texts == nil {
+		texts = map[string]Session{}
+	}
+	return texts, nil
+}
+
+// textOf is the text a hit's snippet is made from: the session's title and
+// body, or (ordinal >= 0) the chunk's text. A session or chunk that is gone
+// from the source gives none.
+func textOf(s Session, ordinal int) (title, body string) {
+	if ordinal < 0 {
+		return s.Title, s.Body
+	}
+	for _, c := range s.Chunks {
+		if c.Ordinal == ordinal {
+			return "", c.Text
+		}
+	}
+	return "", ""
 }
 
 // docHit is one document of a result, as the two evaluation paths return

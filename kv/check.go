@@ -16,7 +16,7 @@ import (
 // cleanup; operators can run it after a restore.
 func (s *Store) Check() error {
 	return s.db.View(func(btx *bolt.Tx) error {
-		tx := &Tx{tx: btx}
+		tx := &Tx{tx: btx, codec: s.codec.Load()}
 		var errs []error
 		fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 		users := tx.bucket(bucketUsers)
@@ -33,9 +33,9 @@ func (s *Store) Check() error {
 		}
 		counts := map[string]int64{}
 		_ = tx.bucket(bucketMessages).ForEach(func(k, v []byte) error {
-			var m Message
-			if err := json.Unmarshal(v, &m); err != nil {
-				fail("message %x: %v", k, err)
+			m, err := tx.decodeMessage(k, v)
+			if err != nil {
+				fail("%v", err)
 				return nil
 			}
 			if !bytes.Equal(k, msgKey(m.UserID, m.SessionID, m.Seq)) {

@@ -2,8 +2,6 @@ package kv
 
 import (
 	"bytes"
-	"encoding/json"
-	"fmt"
 )
 
 // PutSessionEval replaces the eval metadata of the user's session and returns
@@ -35,9 +33,9 @@ func (tx *Tx) MessagesFrom(userID, sessionID string, from uint64, fn func(Messag
 	}
 	c := tx.bucket(bucketMessages).Cursor()
 	for k, v := c.Seek(cat(prefix, u64(from))); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		var m Message
-		if err := json.Unmarshal(v, &m); err != nil {
-			return fmt.Errorf("decode message %x: %w", k, err)
+		m, err := tx.decodeMessage(k, v)
+		if err != nil {
+			return err
 		}
 		if err := fn(m); err != nil {
 			return err

@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -58,13 +59,17 @@ type Options struct {
 
 // Store is the bbolt-backed record store. It is safe for concurrent use.
 type Store struct {
-	db    *bolt.DB
-	path  string
-	calls chan *call
-	stop  chan struct{}
-	wg    sync.WaitGroup
-	once  sync.Once
-	group int
+	db   *bolt.DB
+	path string
+	// codec compresses message records; it changes once, when the store
+	// takes a dictionary (takeDictionary, on the committer).
+	codec     atomic.Pointer[codec]
+	dictTried bool // the committer tried to take a dictionary
+	calls     chan *call
+	stop      chan struct{}
+	wg        sync.WaitGroup
+	once      sync.Once
+	group     int
 
 	// mu orders Commit's enqueue against Close, so no call is queued after
 	// the committer has gone.
@@ -120,7 +125,17 @@ func Open(dir string, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("init buckets: %w", err)
 		}
 	}
+	var cd *codec
+	if err := db.View(func(btx *bolt.Tx) error {
+		var err error
+		cd, err = loadCodec(btx)
+		return err
+	}); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
 	s := &Store{db: db, path: path, calls: make(chan *call, 4096), stop: make(chan struct{}), group: opts.MaxGroup}
+	s.codec.Store(cd)
 	s.wg.Add(1)
 	go s.committer()
 	return s, nil
@@ -150,7 +165,7 @@ func (s *Store) View(ctx context.Context, fn func(*Tx) error) error {
 		return err
 	}
 	begun := time.Now()
-	return s.db.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx, begun: begun}) })
+	return s.db.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx, codec: s.codec.Load(), begun: begun}) })
 }
 
 // Commit runs fn in a read-write transaction and returns once that transaction
@@ -213,6 +228,7 @@ func (s *Store) committer() {
 			}
 		}
 		s.run(group)
+		s.takeDictionary()
 	}
 }
 
@@ -226,7 +242,8 @@ func (s *Store) run(group []*call) {
 	for len(group) > 0 {
 		failed := -1
 		err := s.db.Update(func(btx *bolt.Tx) error {
-			tx := &Tx{tx: btx}
+			tx := &Tx{tx: btx, codec: s.codec.Load()}
+			tx.tune()
 			for i, c := range group {
 				if err := safely(c.fn, tx); err != nil {
 					failed = i
@@ -285,7 +302,35 @@ func safely(fn func(*Tx) error, tx *Tx) (err error) {
 // be used after the callback returns.
 type Tx struct {
 	tx    *bolt.Tx
+	codec *codec
 	begun time.Time // when View was called (zero in write transactions)
 }
 
 func (tx *Tx) bucket(name []byte) *bolt.Bucket { return tx.tx.Bucket(name) }
+
+// How full bbolt packs the pages of the two message buckets when it splits
+// them. bbolt's default, half full, leaves room for inserts in the middle
+// of a page. These buckets grow at the end of each session's key range (seq
+// only increases) and a session's messages arrive together, so most inserts
+// land after the keys already on a page and a fuller split is rarely split
+// again; but sessions sit at random places in the key order, so a page is
+// also entered in the middle, and packing pages full makes those splits
+// leave near-empty pages behind. Measured on 3,000 generated sessions
+// (bytes of pages allocated): messages 29.8 MB at 0.5, 21.8 MB at 0.8,
+// 21.1 MB at 0.9, 21.5 MB at 1.0; msgext 8.0 MB at 0.5, 7.4 MB at 0.8,
+// 8.1 MB at 0.9, 10.1 MB at 1.0.
+const (
+	messageFill = 0.9
+	msgExtFill  = 0.8
+)
+
+// tune sets the fill of the append-mostly buckets for this write
+// transaction (bbolt keeps the setting on the transaction's bucket handle).
+func (tx *Tx) tune() {
+	if b := tx.bucket(bucketMessages); b != nil {
+		b.FillPercent = messageFill
+	}
+	if b := tx.bucket(bucketMsgExt); b != nil {
+		b.FillPercent = msgExtFill
+	}
+}

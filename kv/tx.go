@@ -263,7 +263,12 @@ func (tx *Tx) MessageSeq(userID, sessionID, externalID string) (uint64, bool) {
 
 // Message returns one message by sequence number.
 func (tx *Tx) Message(userID, sessionID string, seq uint64) (Message, error) {
-	return get[Message](tx.bucket(bucketMessages), msgKey(userID, sessionID, seq))
+	k := msgKey(userID, sessionID, seq)
+	v := tx.bucket(bucketMessages).Get(k)
+	if v == nil {
+		return Message{}, ErrNotFound
+	}
+	return tx.decodeMessage(k, v)
 }
 
 // PutMessage inserts or replaces a message and its externalId index entry.
@@ -271,10 +276,31 @@ func (tx *Tx) PutMessage(m *Message) error {
 	if len(m.UserID) != IDLen || len(m.SessionID) != IDLen {
 		return fmt.Errorf("put message: malformed ids %q/%q", m.UserID, m.SessionID)
 	}
-	if err := put(tx.bucket(bucketMessages), msgKey(m.UserID, m.SessionID, m.Seq), m); err != nil {
+	// The owner and the session are in the key: their ids, random and so
+	// incompressible, are not repeated in every record.
+	stored := *m
+	stored.UserID, stored.SessionID = "", ""
+	v, err := tx.codec.encode(&stored)
+	if err != nil {
+		return err
+	}
+	if err := tx.bucket(bucketMessages).Put(msgKey(m.UserID, m.SessionID, m.Seq), v); err != nil {
 		return err
 	}
 	return tx.bucket(bucketMsgExt).Put(cat([]byte(m.UserID), []byte(m.SessionID), []byte(m.ExternalID)), u64(m.Seq))
+}
+
+// decodeMessage reads the message record v stored under key k. Records
+// written without their owner and session ids take them from the key.
+func (tx *Tx) decodeMessage(k, v []byte) (Message, error) {
+	var m Message
+	if err := tx.codec.decode(v, &m); err != nil {
+		return m, fmt.Errorf("decode message %x: %w", k, err)
+	}
+	if m.UserID == "" && m.SessionID == "" && len(k) == 2*IDLen+8 {
+		m.UserID, m.SessionID = string(k[:IDLen]), string(k[IDLen:2*IDLen])
+	}
+	return m, nil
 }
 
 // Messages calls fn for each message of a session in creation order.
@@ -285,9 +311,9 @@ func (tx *Tx) Messages(userID, sessionID string, fn func(Message) error) error {
 	}
 	c := tx.bucket(bucketMessages).Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		var m Message
-		if err := json.Unmarshal(v, &m); err != nil {
-			return fmt.Errorf("decode message %x: %w", k, err)
+		m, err := tx.decodeMessage(k, v)
+		if err != nil {
+			return err
 		}
 		if err := fn(m); err != nil {
 			return err

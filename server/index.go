@@ -23,13 +23,15 @@ const indexStateKey = "index.state"
 func openIndex(ctx context.Context, dataDir string, st *kv.Store, log zerolog.Logger) (*index.Index, bool, error) {
 	dir := filepath.Join(dataDir, "index")
 	_, statErr := os.Stat(dir)
-	idx, err := index.Open(dir, index.Options{Logger: log})
+	// The index stores no text: snippets read it from the records.
+	opts := index.Options{Logger: log, Text: ingest.Texts{Store: st}}
+	idx, err := index.Open(dir, opts)
 	if err != nil && statErr == nil {
 		log.Warn().Err(err).Str("dir", dir).Msg("full-text index cannot be opened; rebuilding it from the records")
 		if rmErr := os.RemoveAll(dir); rmErr != nil {
 			return nil, false, fmt.Errorf("remove unreadable index %s: %w", dir, rmErr)
 		}
-		idx, err = index.Open(dir, index.Options{Logger: log})
+		idx, err = index.Open(dir, opts)
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("open index %s: %w", dir, err)
@@ -77,7 +79,7 @@ func Reindex(ctx context.Context, dataDir string, onProgress func(done, total in
 	if err := os.RemoveAll(dir); err != nil {
 		return 0, 0, fmt.Errorf("remove old index: %w", err)
 	}
-	idx, err := index.Open(dir, index.Options{})
+	idx, err := index.Open(dir, index.Options{Text: ingest.Texts{Store: st}})
 	if err != nil {
 		return 0, 0, err
 	}

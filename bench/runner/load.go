@@ -16,6 +16,7 @@ import (
 	"github.com/hindsight-dev/hindsight/bench"
 	"github.com/hindsight-dev/hindsight/config"
 	"github.com/hindsight-dev/hindsight/index"
+	"github.com/hindsight-dev/hindsight/ingest"
 	"github.com/hindsight-dev/hindsight/kv"
 	"github.com/hindsight-dev/hindsight/ranking"
 	"github.com/hindsight-dev/hindsight/server"
@@ -99,14 +100,17 @@ func Load(ctx context.Context, base config.Config, c LoadConfig, stdout, stderr 
 		Rebuild: func(ctx context.Context) (int, error) {
 			return timedRebuild(ctx, a.Store, filepath.Join(work, "rebuild-index"), progressOut)
 		},
-		DiskBytes: func() (int64, int64) {
-			fi, _ := os.Stat(a.Store.Path())
-			var rec int64
-			if fi != nil {
-				rec = fi.Size()
+		Disk: func() bench.DiskUse {
+			var d bench.DiskUse
+			if fi, err := os.Stat(a.Store.Path()); err == nil {
+				d.Records = fi.Size()
 			}
-			return rec, dirSize(filepath.Join(dataDir, "index"))
+			d.Index = dirSize(filepath.Join(dataDir, "index"))
+			// The rest of the data directory is the embedded vector store.
+			d.Vectors = max(dirSize(dataDir)-d.Records-d.Index, 0)
+			return d
 		},
+		TextBytes: func(ctx context.Context) (int64, error) { return searchableText(ctx, a.Store, userIDs) },
 	}
 	loader := bench.NewLoader(target, c.Seed)
 	res := &bench.LoadResult{Modes: modeList, Settings: runSettings(map[string]string{
@@ -132,6 +136,7 @@ func Load(ctx context.Context, base config.Config, c LoadConfig, stdout, stderr 
 		}
 		if !c.JSON {
 			bench.PrintLoad(stdout, res.Steps[len(res.Steps)-1:], modeList)
+			bench.PrintLoadBytes(stdout, res.Steps[len(res.Steps)-1:])
 		}
 		if c.Out != "" {
 			// Write after every step, so a long --grow run that is stopped
@@ -158,11 +163,36 @@ func Load(ctx context.Context, base config.Config, c LoadConfig, stdout, stderr 
 // sessions it indexed.
 func timedRebuild(ctx context.Context, st *kv.Store, dir string, progressOut io.Writer) (int, error) {
 	defer os.RemoveAll(dir)
-	idx, n, err := rebuildWith(ctx, st, dir, index.Options{}, "rebuild index", progressOut)
+	idx, n, err := rebuildWith(ctx, st, dir, index.Options{Text: ingest.Texts{Store: st}}, "rebuild index", progressOut)
 	if err != nil {
 		return 0, err
 	}
 	return n, idx.Close()
+}
+
+// searchableText is the size of the text the index scores for the users'
+// sessions: each session's title and message text (ingest.IndexSession),
+// counted once (the index writes the title more than once, and the chunks
+// repeat the body).
+func searchableText(ctx context.Context, st *kv.Store, userIDs []string) (int64, error) {
+	var n int64
+	err := st.View(ctx, func(tx *kv.Tx) error {
+		for _, uid := range userIDs {
+			if err := tx.Sessions(uid, func(s kv.Session) error {
+				d, err := ingest.LoadDoc(tx, uid, s.ID)
+				if err != nil {
+					return err
+				}
+				is := ingest.IndexSession(d)
+				n += int64(len(is.Title) + len(is.Body))
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return n, err
 }
 
 func dirSize(dir string) int64 {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,6 +43,13 @@ func TestBenchLoadGrow(t *testing.T) {
 			RebuildPS       float64 `json:"rebuild_sessions_per_s"`
 			HeapBytes       uint64  `json:"heap_bytes"`
 			BytesPerSession float64 `json:"disk_bytes_per_session"`
+			PerSession      struct {
+				Raw          float64 `json:"raw_payload"`
+				Text         float64 `json:"searchable_text"`
+				Records      float64 `json:"records"`
+				RecordsToRaw float64 `json:"records_to_raw"`
+				IndexToText  float64 `json:"index_to_text"`
+			} `json:"bytes_per_session"`
 		} `json:"steps"`
 		Growth map[string]float64 `json:"growth_exponents"`
 	}
@@ -54,6 +62,12 @@ func TestBenchLoadGrow(t *testing.T) {
 	for _, s := range r.Steps {
 		if s.Messages < 2*s.Sessions || s.IngestMsgsPS <= 0 || s.LagP99ms < s.LagP50ms || s.RebuildPS <= 0 || s.HeapBytes == 0 || s.BytesPerSession <= 0 {
 			t.Errorf("step %d: implausible %+v", s.Sessions, s)
+		}
+		// The searchable text is part of what was synced; the ratios are
+		// the per-session sizes' quotients.
+		if b := s.PerSession; b.Text <= 0 || b.Raw <= b.Text || b.RecordsToRaw <= 0 || b.IndexToText <= 0 ||
+			math.Abs(b.RecordsToRaw-b.Records/b.Raw) > 1e-9 {
+			t.Errorf("step %d: bytes per session %+v", s.Sessions, b)
 		}
 		for _, path := range []string{"fulltext/inprocess", "fulltext/http"} {
 			if q, ok := s.Query[path]; !ok || q.P50ms <= 0 || q.P99ms < q.P50ms {
