@@ -9,6 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/hindsight-dev/hindsight/index"
 	"github.com/hindsight-dev/hindsight/ingest"
 	"github.com/hindsight-dev/hindsight/kv"
 )
@@ -54,6 +55,12 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		he = &httpError{http.StatusBadRequest, "Bad Request", inv.Msg}
 	case errors.Is(err, kv.ErrNotFound):
 		he = &httpError{http.StatusNotFound, "Not Found", "no such resource for this account"}
+	case errors.Is(err, index.ErrUnavailable):
+		// The text index lives in another service (Weaviate) that does not
+		// answer now; the records are fine and syncs keep being accepted.
+		w.Header().Set("Retry-After", "5")
+		he = &httpError{http.StatusServiceUnavailable, "Service Unavailable",
+			"full-text search is unavailable for the moment (its index server does not answer); retry shortly"}
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 		// The client went away; nobody reads this response.
 		he = &httpError{499, "Client Closed Request", "request cancelled"}

@@ -1,0 +1,242 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/hindsight-dev/hindsight/config"
+	"github.com/hindsight-dev/hindsight/index"
+	"github.com/hindsight-dev/hindsight/index/weaviatetext"
+	"github.com/hindsight-dev/hindsight/ingest"
+	"github.com/hindsight-dev/hindsight/kv"
+)
+
+// TextIndex is the full-text index the server runs on: *index.Index (Bleve,
+// under the data directory) or *weaviatetext.Index (config TextIndex
+// "weaviate"). The pipeline writes it, ranking searches it.
+type TextIndex interface {
+	ingest.TextIndex
+	Search(ctx context.Context, q index.Query) ([]index.Hit, error)
+	Count(ctx context.Context) (sessions, chunks uint64, err error)
+	Close() error
+}
+
+// Text index kinds (config.Config.TextIndex).
+const (
+	TextBleve    = "bleve"
+	TextWeaviate = "weaviate"
+)
+
+// stateKey is the kv meta key recording whether the index of a kind holds
+// every session ("ready"). Bleve keeps the key it always had. While one
+// kind runs, the other stops receiving writes, so opening one marks the
+// other "stale": switching back rebuilds it from the records.
+func stateKey(kind string) string {
+	if kind == TextWeaviate {
+		return indexStateKey + ".weaviate"
+	}
+	return indexStateKey
+}
+
+func otherKind(kind string) string {
+	if kind == TextWeaviate {
+		return TextBleve
+	}
+	return TextWeaviate
+}
+
+// openTextIndex opens the configured index. rebuild says whether it must
+// be rebuilt from the records (new, incomplete or stale); for Weaviate the
+// rebuild starts by dropping the collections (see rebuildText).
+func openTextIndex(ctx context.Context, cfg config.Config, st *kv.Store, log zerolog.Logger) (TextIndex, bool, error) {
+	kind := textKind(cfg)
+	var state, other string
+	if err := st.View(ctx, func(tx *kv.Tx) error {
+		state, other = string(tx.Meta(stateKey(kind))), string(tx.Meta(stateKey(otherKind(kind))))
+		return nil
+	}); err != nil {
+		return nil, false, err
+	}
+	if other == "ready" {
+		if err := setState(ctx, st, otherKind(kind), "stale"); err != nil {
+			return nil, false, err
+		}
+	}
+	if kind == TextWeaviate {
+		ix, err := openWeaviateText(cfg, st, log)
+		if err != nil {
+			return nil, false, err
+		}
+		return ix, state != "ready", nil
+	}
+	if state == "stale" {
+		// Sessions deleted while Weaviate held the index still have
+		// documents here; start over rather than serve them.
+		if err := os.RemoveAll(filepath.Join(cfg.Data, "index")); err != nil {
+			return nil, false, fmt.Errorf("remove stale index: %w", err)
+		}
+	}
+	return openIndex(ctx, cfg.Data, st, log)
+}
+
+func textKind(cfg config.Config) string {
+	if cfg.TextIndex == TextWeaviate {
+		return TextWeaviate
+	}
+	return TextBleve
+}
+
+func openWeaviateText(cfg config.Config, st *kv.Store, log zerolog.Logger) (*weaviatetext.Index, error) {
+	return weaviatetext.Open(weaviatetext.Config{
+		URL: cfg.Semantic.WeaviateURL, APIKey: cfg.Semantic.WeaviateKey,
+		Replication: cfg.WeaviateReplication, Logger: log,
+	}, recordsText{st})
+}
+
+func setState(ctx context.Context, st *kv.Store, kind, state string) error {
+	return st.Commit(ctx, func(tx *kv.Tx) error { return tx.SetMeta(stateKey(kind), []byte(state)) })
+}
+
+// recordsText gives the Weaviate text index the sessions' text from the
+// records (for snippets and phrase checks), as the pipeline indexes it.
+type recordsText struct{ st *kv.Store }
+
+func (r recordsText) Texts(ctx context.Context, userID string, ids []string) (map[string]index.Session, error) {
+	out := make(map[string]index.Session, len(ids))
+	err := r.st.View(ctx, func(tx *kv.Tx) error {
+		for _, id := range ids {
+			if _, ok := out[id]; ok {
+				continue
+			}
+			d, err := ingest.LoadDoc(tx, userID, id)
+			if err != nil {
+				return err
+			}
+			if !d.Deleted {
+				out[id] = ingest.IndexSession(d)
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// rebuildText rebuilds the index of kind from every session, marking it
+// "rebuilding" first and "ready" at the end. A Weaviate index is dropped
+// first, so documents of sessions deleted meanwhile do not survive.
+func rebuildText(ctx context.Context, st *kv.Store, kind string, ix TextIndex, p *ingest.Pipeline, onProgress func(done, total int)) error {
+	if err := setState(ctx, st, kind, "rebuilding"); err != nil {
+		return err
+	}
+	if w, ok := ix.(*weaviatetext.Index); ok {
+		if err := w.Reset(ctx); err != nil {
+			return fmt.Errorf("rebuild index: %w", err)
+		}
+	}
+	if err := p.Rebuild(ctx, onProgress); err != nil {
+		return fmt.Errorf("rebuild index: %w", err)
+	}
+	return setState(ctx, st, kind, "ready")
+}
+
+// rebuildInBackground is Background's rebuild: an unavailable Weaviate is
+// waited for (the records keep accepting syncs meanwhile), any other
+// failure is left for the next start or hindsight reindex.
+func (s *Server) rebuildInBackground(ctx context.Context) {
+	kind := textKind(s.cfg)
+	s.log.Info().Str("text_index", kind).Msg("building the full-text index from the records")
+	wait := time.Second
+	for {
+		err := rebuildText(ctx, s.Store, kind, s.Index, s.Pipeline, LogProgress(s.log, "indexing sessions"))
+		switch {
+		case err == nil:
+			s.rebuilding.Store(false)
+			return
+		case ctx.Err() != nil:
+			return
+		case errors.Is(err, index.ErrUnavailable):
+			s.log.Warn().Err(err).Dur("retry_in", wait).Msg("full-text index unavailable; rebuild retried")
+			select {
+			case <-time.After(wait):
+			case <-ctx.Done():
+				return
+			}
+			wait = min(2*wait, 30*time.Second)
+			continue
+		}
+		s.log.Error().Err(err).Msg("index rebuild failed; it is retried at the next start (or run hindsight reindex)")
+		s.rebuildFailed.Store(true)
+		s.rebuilding.Store(false)
+		return
+	}
+}
+
+// textReadiness is the text index's reason not to be ready: a Weaviate
+// that does not answer.
+func (s *Server) textReadiness(ctx context.Context) []string {
+	w, ok := s.Index.(*weaviatetext.Index)
+	if !ok {
+		return nil
+	}
+	if err := w.Ping(ctx); err != nil {
+		return []string{"full-text index unavailable: weaviate at " + w.Where() + " does not answer"}
+	}
+	return nil
+}
+
+// Reindex deletes the configured full-text index of the records in
+// cfg.Data (the Bleve directory, or the Weaviate collections) and builds it
+// again from every session (the server must be stopped: it holds the
+// records), then empties the outbox, whose work the rebuild did. It returns
+// the sessions and chunks indexed; onProgress sees (done, total). An
+// interrupted reindex leaves the index marked incomplete: running it again,
+// or starting the server, rebuilds it.
+func Reindex(ctx context.Context, cfg config.Config, onProgress func(done, total int)) (sessions, chunks uint64, err error) {
+	st, err := OpenStore(cfg.Data)
+	if err != nil {
+		return 0, 0, fmt.Errorf("%w\nstop the server first (it also rebuilds a missing index at start)", err)
+	}
+	defer st.Close()
+	kind := textKind(cfg)
+	if err := setState(ctx, st, kind, "rebuilding"); err != nil {
+		return 0, 0, err
+	}
+	if err := setState(ctx, st, otherKind(kind), "stale"); err != nil {
+		return 0, 0, err
+	}
+	var ix TextIndex
+	if kind == TextWeaviate {
+		if ix, err = openWeaviateText(cfg, st, zerolog.Nop()); err != nil {
+			return 0, 0, err
+		}
+	} else {
+		dir := filepath.Join(cfg.Data, "index")
+		if err := os.RemoveAll(dir); err != nil {
+			return 0, 0, fmt.Errorf("remove old index: %w", err)
+		}
+		if ix, err = index.Open(dir, index.Options{}); err != nil {
+			return 0, 0, err
+		}
+	}
+	defer ix.Close()
+	p := ingest.NewPipeline(st, ix, ingest.PipelineOptions{Logger: zerolog.Nop()})
+	if err := rebuildText(ctx, st, kind, ix, p, onProgress); err != nil {
+		return 0, 0, err
+	}
+	for {
+		n, err := p.DrainOnce(ctx)
+		if err != nil {
+			return 0, 0, err
+		}
+		if n == 0 {
+			break
+		}
+	}
+	return ix.Count(ctx)
+}
