@@ -293,8 +293,9 @@ func (s *Server) stopProcess() error {
 	return nil
 }
 
-// Restart stops the server gracefully and starts it again on the same data
-// (and, when isolated, the same URL), returning once it is ready. It is what
+// Restart stops the server gracefully (when it runs: after Kill it just
+// starts) and starts it again on the same data (and, when isolated, the
+// same URL), returning once it is ready. It is what
 // an operator's restart does: memtables are flushed to disk segments and
 // every shard is loaded afresh.
 func (s *Server) Restart(ctx context.Context) error {
@@ -305,6 +306,25 @@ func (s *Server) Restart(ctx context.Context) error {
 		s.proxy.dropConns() // connections to the old process are dead
 	}
 	return s.start(ctx)
+}
+
+// Kill stops the server at once (SIGKILL), as a crash or a lost machine
+// would: nothing is flushed. The URL stays reserved (the proxy, when
+// isolated, keeps listening and refuses connections), so Restart brings the
+// server back at the same address. Safe to call on a stopped server.
+func (s *Server) Kill() {
+	s.mu.Lock()
+	cmd, done := s.cmd, s.done
+	s.cmd = nil
+	s.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	cmd.Process.Kill()
+	<-done
+	if s.proxy != nil {
+		s.proxy.dropConns()
+	}
 }
 
 // Log returns the last part (up to 512 KiB) of the server's output.
