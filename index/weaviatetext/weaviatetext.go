@@ -249,7 +249,10 @@ func (ix *Index) schema(class string) map[string]any {
 		},
 		// Async replication repairs a replica that missed writes while it
 		// was down, without waiting for a read to touch the object.
-		"replicationConfig": map[string]any{"factor": factor, "asyncEnabled": factor > 1},
+		// A deletion and a write a replica missed are settled by time, so a
+		// node that was down neither resurrects deleted documents nor
+		// loses rewritten ones.
+		"replicationConfig": replication(factor),
 		"invertedIndexConfig": map[string]any{
 			"bm25":              map[string]any{"k1": BM25K1, "b": BM25B},
 			"stopwords":         map[string]any{"preset": "none"},
@@ -257,6 +260,13 @@ func (ix *Index) schema(class string) map[string]any {
 		},
 		"properties": props,
 	}
+}
+
+func replication(factor int) map[string]any {
+	if factor <= 1 {
+		return map[string]any{"factor": 1}
+	}
+	return map[string]any{"factor": factor, "asyncEnabled": true, "deletionStrategy": "TimeBasedResolution"}
 }
 
 func (ix *Index) createIfMissing(ctx context.Context, class string) error {
