@@ -122,11 +122,11 @@ type Server struct {
 	bin      string
 	launcher string // the program started: bin, or unshare/nsenter running it in a namespace
 	args     []string
-	env   []string
-	sock  string // isolated: the REST unix socket
-	tmp   string // a directory of our own for sock when Dir's path is too long; removed by Stop
-	log   *tailBuffer
-	proxy *proxy // isolated: 127.0.0.1 -> sock
+	env      []string
+	sock     string // isolated: the REST unix socket
+	tmp      string // a directory of our own for sock when Dir's path is too long; removed by Stop
+	log      *tailBuffer
+	proxy    *proxy // isolated: 127.0.0.1 -> sock
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
