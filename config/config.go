@@ -40,6 +40,10 @@ type Config struct {
 	// WeaviateReplication is the replication factor of the text index's
 	// collections when Hindsight creates them (HINDSIGHT_WEAVIATE_REPLICATION).
 	WeaviateReplication int
+	// WeaviateTextPrefix names the text index's collections ("" = the
+	// default, HindsightText). No flag or variable sets it: the benchmarks
+	// use a fresh one so they never touch a deployment's collections.
+	WeaviateTextPrefix string
 
 	// The client side (hindsight import).
 	ServerURL   string // HINDSIGHT_URL, --server; default http://Addr

@@ -95,7 +95,7 @@ func textKind(cfg config.Config) string {
 func openWeaviateText(cfg config.Config, st *kv.Store, log zerolog.Logger) (*weaviatetext.Index, error) {
 	return weaviatetext.Open(weaviatetext.Config{
 		URL: cfg.Semantic.WeaviateURL, APIKey: cfg.Semantic.WeaviateKey,
-		Replication: cfg.WeaviateReplication, Logger: log,
+		Replication: cfg.WeaviateReplication, Prefix: cfg.WeaviateTextPrefix, Logger: log,
 	}, recordsText{st})
 }
 

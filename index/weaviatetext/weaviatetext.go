@@ -297,6 +297,15 @@ func (ix *Index) createIfMissing(ctx context.Context, class string) error {
 // Reset drops both collections (every user's documents); the next request
 // creates them again. hindsight reindex starts with it.
 func (ix *Index) Reset(ctx context.Context) error {
+	if err := ix.Drop(ctx); err != nil {
+		return err
+	}
+	return ix.ensure(ctx)
+}
+
+// Drop removes both collections and leaves them removed (a bench's
+// scratch index at its end); a later request creates them again.
+func (ix *Index) Drop(ctx context.Context) error {
 	ix.mu.Lock()
 	ix.ready = false
 	ix.mu.Unlock()
@@ -305,7 +314,7 @@ func (ix *Index) Reset(ctx context.Context) error {
 			return fmt.Errorf("drop collection %s: %w", class, err)
 		}
 	}
-	return ix.ensure(ctx)
+	return nil
 }
 
 // idSpace is the UUID namespace of object ids.
