@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -190,13 +192,18 @@ func (s *Server) textReadiness(ctx context.Context) []string {
 	return nil
 }
 
-// Reindex deletes the configured full-text index of the records in
-// cfg.Data (the Bleve directory, or the Weaviate collections) and builds it
-// again from every session (the server must be stopped: it holds the
-// records), then empties the outbox, whose work the rebuild did. It returns
-// the sessions and chunks indexed; onProgress sees (done, total). An
-// interrupted reindex leaves the index marked incomplete: running it again,
-// or starting the server, rebuilds it.
+// Reindex rebuilds the configured full-text index of the records in
+// cfg.Data (the Bleve directory, or the Weaviate collections) from every
+// session; the server must be stopped (it holds the records). Then it
+// empties the outbox, whose work the rebuild did. It returns the sessions
+// and chunks indexed; onProgress sees (done, total).
+//
+// It is resumable: after each batch it records the last session indexed,
+// and a reindex of the same kind that finds the index still incomplete
+// ("rebuilding") with such a mark carries on after it instead of starting
+// over. Sessions are taken in (user id, session id) order, so the mark
+// stays meaningful; a session written by a server started in between is
+// on the outbox, which the end of the reindex drains.
 func Reindex(ctx context.Context, cfg config.Config, onProgress func(done, total int)) (sessions, chunks uint64, err error) {
 	st, err := OpenStore(cfg.Data)
 	if err != nil {
@@ -204,6 +211,18 @@ func Reindex(ctx context.Context, cfg config.Config, onProgress func(done, total
 	}
 	defer st.Close()
 	kind := textKind(cfg)
+	var state string
+	var mark []byte
+	if err := st.View(ctx, func(tx *kv.Tx) error {
+		state, mark = string(tx.Meta(stateKey(kind))), tx.Meta(markKey(kind))
+		return nil
+	}); err != nil {
+		return 0, 0, err
+	}
+	resume := state == "rebuilding" && len(mark) > 0
+	if !resume {
+		mark = nil
+	}
 	if err := setState(ctx, st, kind, "rebuilding"); err != nil {
 		return 0, 0, err
 	}
@@ -212,23 +231,41 @@ func Reindex(ctx context.Context, cfg config.Config, onProgress func(done, total
 	}
 	var ix TextIndex
 	if kind == TextWeaviate {
-		if ix, err = openWeaviateText(cfg, st, zerolog.Nop()); err != nil {
+		w, err := openWeaviateText(cfg, st, zerolog.Nop())
+		if err != nil {
 			return 0, 0, err
 		}
+		if !resume {
+			if err := w.Reset(ctx); err != nil {
+				w.Close()
+				return 0, 0, err
+			}
+		}
+		ix = w
 	} else {
 		dir := filepath.Join(cfg.Data, "index")
-		if err := os.RemoveAll(dir); err != nil {
-			return 0, 0, fmt.Errorf("remove old index: %w", err)
+		if !resume {
+			if err := os.RemoveAll(dir); err != nil {
+				return 0, 0, fmt.Errorf("remove old index: %w", err)
+			}
 		}
 		if ix, err = index.Open(dir, index.Options{}); err != nil {
 			return 0, 0, err
 		}
 	}
 	defer ix.Close()
-	p := ingest.NewPipeline(st, ix, ingest.PipelineOptions{Logger: zerolog.Nop()})
-	if err := rebuildText(ctx, st, kind, ix, p, onProgress); err != nil {
+	if err := reindexFrom(ctx, st, kind, ix, string(mark), onProgress); err != nil {
 		return 0, 0, err
 	}
+	if err := st.Commit(ctx, func(tx *kv.Tx) error {
+		if err := tx.SetMeta(markKey(kind), nil); err != nil {
+			return err
+		}
+		return tx.SetMeta(stateKey(kind), []byte("ready"))
+	}); err != nil {
+		return 0, 0, err
+	}
+	p := ingest.NewPipeline(st, ix, ingest.PipelineOptions{Logger: zerolog.Nop()})
 	for {
 		n, err := p.DrainOnce(ctx)
 		if err != nil {
@@ -239,4 +276,73 @@ func Reindex(ctx context.Context, cfg config.Config, onProgress func(done, total
 		}
 	}
 	return ix.Count(ctx)
+}
+
+// markKey is the kv meta key of a reindex's last indexed session.
+func markKey(kind string) string { return stateKey(kind) + ".mark" }
+
+// reindexBatch is how many sessions one step of a reindex writes (and how
+// much a resumed reindex redoes at most).
+const reindexBatch = 500
+
+// reindexFrom indexes every session after mark ("" = all) in (user,
+// session) order, recording the mark after each batch.
+func reindexFrom(ctx context.Context, st *kv.Store, kind string, ix TextIndex, mark string, onProgress func(done, total int)) error {
+	var refs []string // user id, NUL, session id: sorts by user, then session
+	if err := st.View(ctx, func(tx *kv.Tx) error {
+		users, err := tx.Users()
+		if err != nil {
+			return err
+		}
+		for _, u := range users {
+			if err := tx.Sessions(u.ID, func(s kv.Session) error {
+				refs = append(refs, u.ID+"\x00"+s.ID)
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	slices.Sort(refs)
+	done, _ := slices.BinarySearch(refs, mark)
+	if mark != "" && done < len(refs) && refs[done] == mark {
+		done++
+	}
+	if onProgress != nil {
+		onProgress(done, len(refs))
+	}
+	for done < len(refs) {
+		batch := refs[done:min(done+reindexBatch, len(refs))]
+		var sessions []index.Session
+		if err := st.View(ctx, func(tx *kv.Tx) error {
+			for _, r := range batch {
+				uid, sid, _ := strings.Cut(r, "\x00")
+				d, err := ingest.LoadDoc(tx, uid, sid)
+				if err != nil {
+					return err
+				}
+				if !d.Deleted {
+					sessions = append(sessions, ingest.IndexSession(d))
+				}
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		if err := ix.Put(ctx, sessions); err != nil {
+			return fmt.Errorf("reindex: %w", err)
+		}
+		last := batch[len(batch)-1]
+		if err := st.Commit(ctx, func(tx *kv.Tx) error { return tx.SetMeta(markKey(kind), []byte(last)) }); err != nil {
+			return err
+		}
+		done += len(batch)
+		if onProgress != nil {
+			onProgress(done, len(refs))
+		}
+	}
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hindsight-dev/hindsight/config"
+	"github.com/hindsight-dev/hindsight/index"
+	"github.com/hindsight-dev/hindsight/kv"
 	"github.com/hindsight-dev/hindsight/vectors/weaviate/weaviatetest"
 )
 
@@ -197,4 +200,136 @@ func TestWeaviateTextIndex(t *testing.T) {
 	if n, c, err := s.Index.Count(ctx); err != nil || n != 2 || c != 2 {
 		t.Errorf("documents after deleting one of three sessions: %d sessions, %d chunks, %v", n, c, err)
 	}
+}
+
+// seed starts a server on data, syncs n sessions through the API, waits
+// until they are indexed and closes it.
+func seed(t *testing.T, cfg config.Config, n int) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := New(ctx, cfg, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s.Handler())
+	bg, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); s.Background(bg) }()
+	if _, err := s.Accounts.CreateUser(ctx, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	key, _, err := s.Accounts.CreateKey(ctx, "alice", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		syncOne(t, srv.URL, key, fmt.Sprintf("s%02d", i), fmt.Sprintf("Session %d", i), "switching indexes keeps every session")
+	}
+	if err := s.Pipeline.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srv.Close()
+	cancel()
+	<-done
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestReindexResumes: a reindex that finds the mark of an interrupted one
+// carries on after it (here the index directory was lost too, so what it
+// holds afterwards shows which sessions it redid).
+func TestReindexResumes(t *testing.T) {
+	ctx := context.Background()
+	cfg := config.Config{Data: t.TempDir(), Semantic: config.Semantic{Embedder: "none"}}
+	seed(t, cfg, 5)
+	if _, _, err := Reindex(ctx, cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Interrupt a reindex after its second session, by hand.
+	st, err := OpenStore(cfg.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refs []string
+	st.View(ctx, func(tx *kv.Tx) error {
+		users, _ := tx.Users()
+		for _, u := range users {
+			tx.Sessions(u.ID, func(s kv.Session) error { refs = append(refs, u.ID+"\x00"+s.ID); return nil })
+		}
+		return nil
+	})
+	slices.Sort(refs)
+	if err := st.Commit(ctx, func(tx *kv.Tx) error {
+		tx.SetMeta(stateKey(TextBleve), []byte("rebuilding"))
+		return tx.SetMeta(markKey(TextBleve), []byte(refs[1]))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	os.RemoveAll(filepath.Join(cfg.Data, "index"))
+	var first []int
+	n, _, err := Reindex(ctx, cfg, func(done, total int) { first = append(first, done, total) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first) < 2 || first[0] != 2 || first[1] != 5 || n != 3 {
+		t.Errorf("resumed reindex: progress %v, %d sessions indexed; want it to start at 2 of 5 and index 3", first, n)
+	}
+	// Finished: the next reindex starts over.
+	if n, _, err := Reindex(ctx, cfg, nil); err != nil || n != 5 {
+		t.Errorf("reindex after a finished one: %d sessions, %v", n, err)
+	}
+}
+
+// TestSwitchTextIndex moves a deployment from Bleve to Weaviate and back
+// with hindsight reindex, and checks each start serves every session.
+func TestSwitchTextIndex(t *testing.T) {
+	wv := weaviatetest.Start(t)
+	ctx := context.Background()
+	bleve := config.Config{Data: t.TempDir(), Semantic: config.Semantic{Embedder: "none", WeaviateURL: wv.URL}, TextIndex: "bleve"}
+	weav := bleve
+	weav.TextIndex, weav.WeaviateReplication = "weaviate", 1
+	seed(t, bleve, 4)
+	if n, c, err := Reindex(ctx, weav, nil); err != nil || n != 4 || c != 4 {
+		t.Fatalf("reindex into weaviate: %d sessions, %d chunks, %v", n, c, err)
+	}
+	s, err := New(ctx, weav, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.needsRebuild {
+		t.Error("weaviate index marked incomplete right after a reindex")
+	}
+	hits, err := s.Index.Search(ctx, index.Query{UserID: firstUser(t, s), Text: "switching", Kind: index.Sessions})
+	if err != nil || len(hits) != 4 {
+		t.Errorf("weaviate search after reindex: %d hits, %v", len(hits), err)
+	}
+	s.Close(ctx)
+	// Back to Bleve: its index missed nothing here, but it was marked
+	// stale when Weaviate took over, so it is rebuilt at start.
+	s, err = New(ctx, bleve, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.needsRebuild {
+		t.Error("bleve index not rebuilt after running on weaviate")
+	}
+	s.Close(ctx)
+	if n, _, err := Reindex(ctx, bleve, nil); err != nil || n != 4 {
+		t.Errorf("reindex back into bleve: %d sessions, %v", n, err)
+	}
+}
+
+func firstUser(t *testing.T, s *Server) string {
+	t.Helper()
+	var id string
+	s.Store.View(context.Background(), func(tx *kv.Tx) error {
+		users, err := tx.Users()
+		if err == nil && len(users) > 0 {
+			id = users[0].ID
+		}
+		return err
+	})
+	return id
 }
