@@ -38,7 +38,12 @@
 // the same way. Snippets and matchedIn are computed from the records with
 // index's snippet code. Bleve's extra rules (its coordination factor and
 // the plan that requires a selective word when others are very frequent) are
-// not reproduced; the relevance bench measures what that costs.
+// not reproduced, nor is its BM25 variant (square-rooted term frequency,
+// idf times the query norm, length normalised by the dictionary size):
+// Weaviate scores textbook BM25, and the relevance bench measures the gap.
+// A phrase is checked in the title and in the body separately, so one that
+// spans the end of the title and the start of the body matches only in
+// Bleve.
 //
 // # Consistency and availability
 //
