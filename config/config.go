@@ -34,6 +34,16 @@ type Config struct {
 	LogFormat string  // HINDSIGHT_LOG_FORMAT, --log-format: console or json
 	LogLevel  string  // HINDSIGHT_LOG_LEVEL, --log-level
 	Semantic  Semantic
+	// TextIndex is where the full-text index lives: "bleve" (embedded, in
+	// Data/index) or "weaviate" (at Semantic.WeaviateURL).
+	TextIndex string // HINDSIGHT_TEXT_INDEX, --text-index
+	// WeaviateReplication is the replication factor of the text index's
+	// collections when Hindsight creates them (HINDSIGHT_WEAVIATE_REPLICATION).
+	WeaviateReplication int
+	// WeaviateTextPrefix names the text index's collections ("" = the
+	// default, HindsightText). No flag or variable sets it: the benchmarks
+	// use a fresh one so they never touch a deployment's collections.
+	WeaviateTextPrefix string
 
 	// The client side (hindsight import).
 	ServerURL   string // HINDSIGHT_URL, --server; default http://Addr
@@ -70,13 +80,15 @@ const (
 // Default returns the configuration with every default.
 func Default() Config {
 	return Config{
-		Addr:      DefaultAddr,
-		Data:      DefaultData,
-		Limits:    ingest.DefaultLimits(),
-		Rate:      200,
-		Burst:     1000,
-		LogFormat: "console",
-		LogLevel:  "info",
+		Addr:                DefaultAddr,
+		Data:                DefaultData,
+		Limits:              ingest.DefaultLimits(),
+		Rate:                200,
+		Burst:               1000,
+		LogFormat:           "console",
+		LogLevel:            "info",
+		TextIndex:           "bleve",
+		WeaviateReplication: 1,
 		Semantic: Semantic{
 			OpenAIModel: vectors.OpenAIModel,
 			ModelDir:    filepath.Join(".cache", "models", "use-lite"),
@@ -104,9 +116,10 @@ func (e *Error) Error() string { return fmt.Sprintf("%s=%q: want %s", e.Name, e.
 // Loader binds settings to a flag set and reads their environment
 // variables. Bind the settings, parse the flag set, then call Err.
 type Loader struct {
-	fs   *flag.FlagSet
-	env  Env
-	errs []error
+	fs     *flag.FlagSet
+	env    Env
+	errs   []error
+	checks []func() error // checks that span settings, run by Err after parsing
 }
 
 // NewLoader returns a loader for fs reading the environment through env.
@@ -115,7 +128,15 @@ func NewLoader(fs *flag.FlagSet, env Env) *Loader { return &Loader{fs: fs, env: 
 // Err returns the errors of the environment variables read so far and of
 // the checks that span settings, joined; nil when every value is good. Call
 // it after parsing the flags.
-func (l *Loader) Err() error { return errors.Join(l.errs...) }
+func (l *Loader) Err() error {
+	errs := l.errs
+	for _, c := range l.checks {
+		if err := c(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
 
 // lookup returns a variable's value; a blank one counts as unset.
 func (l *Loader) lookup(name string) (string, bool) {
@@ -248,6 +269,21 @@ func (l *Loader) Serve(c *Config) {
 	l.LogLevel(c)
 	l.Semantic(c)
 	l.Embedder(c, "openai, local or none; default: openai when OPENAI_API_KEY is set, else local when the model is present")
+	l.TextIndex(c)
+}
+
+// TextIndex binds --text-index (HINDSIGHT_TEXT_INDEX: bleve or weaviate)
+// and HINDSIGHT_WEAVIATE_REPLICATION. Weaviate needs WEAVIATE_URL, which
+// Semantic reads; Err checks that it is set.
+func (l *Loader) TextIndex(c *Config) {
+	l.oneOf(&c.TextIndex, "text-index", "HINDSIGHT_TEXT_INDEX", "where the full-text index lives: bleve (embedded) or weaviate (at WEAVIATE_URL)", "bleve", "weaviate")
+	l.intField(&c.WeaviateReplication, "", "HINDSIGHT_WEAVIATE_REPLICATION", "", 1, "a whole number of replicas, at least 1")
+	l.checks = append(l.checks, func() error {
+		if c.TextIndex == "weaviate" && c.Semantic.WeaviateURL == "" {
+			return &Error{Name: "HINDSIGHT_TEXT_INDEX", Value: c.TextIndex, Want: "WEAVIATE_URL set too: the text index lives on that Weaviate server"}
+		}
+		return nil
+	})
 }
 
 // LogLevel binds --log-level (HINDSIGHT_LOG_LEVEL); c.LogLevel is its
@@ -332,7 +368,8 @@ func (c Config) MarshalZerologObject(e *zerolog.Event) {
 		Int("max_part_bytes", c.Limits.MaxPartBytes).Int("max_field_bytes", c.Limits.MaxFieldBytes).
 		Int("max_parts", c.Limits.MaxParts).
 		Float64("rate_limit", c.Rate).Int("rate_burst", c.Burst).
-		Str("log_format", c.LogFormat).Str("log_level", c.LogLevel)
+		Str("log_format", c.LogFormat).Str("log_level", c.LogLevel).
+		Str("text_index", c.TextIndex).Int("weaviate_replication", c.WeaviateReplication)
 	s := c.Semantic
 	e.Str("embedder", s.Embedder).Str("openai_api_key", secret(s.OpenAIKey)).
 		Str("openai_base_url", redactURL(s.OpenAIBaseURL)).Str("openai_model", s.OpenAIModel).

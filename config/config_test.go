@@ -53,6 +53,11 @@ func TestBadValuesAreErrors(t *testing.T) {
 		{args: []string{"--rate-burst", "many"}, name: "-rate-burst", want: "whole number"},
 		{args: []string{"--log-level", ""}, name: "-log-level", want: "debug"},
 		{args: []string{"--embedder", "auto"}, name: "-embedder", want: "openai, local, none"},
+		{env: map[string]string{"HINDSIGHT_TEXT_INDEX": "lucene"}, name: "HINDSIGHT_TEXT_INDEX", want: "bleve, weaviate"},
+		{env: map[string]string{"HINDSIGHT_TEXT_INDEX": "weaviate"}, name: "HINDSIGHT_TEXT_INDEX", want: "WEAVIATE_URL"},
+		{env: map[string]string{"HINDSIGHT_WEAVIATE_REPLICATION": "0"}, name: "HINDSIGHT_WEAVIATE_REPLICATION", want: "at least 1"},
+		{args: []string{"--text-index", "weaviate"}, name: "HINDSIGHT_TEXT_INDEX", want: "WEAVIATE_URL"},
+		{args: []string{"--text-index", "solr"}, name: "-text-index", want: "bleve, weaviate"},
 	} {
 		_, err := load(tc.env, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.name) || !strings.Contains(err.Error(), tc.want) {
@@ -86,6 +91,8 @@ func TestPrecedence(t *testing.T) {
 		{"openai key (env only)", c.Semantic.OpenAIKey, "sk"},
 		{"rrf k (env only)", c.Semantic.RRFK, 30.0},
 		{"model (default)", c.Semantic.OpenAIModel, "text-embedding-3-small"},
+		{"text index (default)", c.TextIndex, "bleve"},
+		{"replication (default)", c.WeaviateReplication, 1},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("%s = %v, want %v", tc.name, tc.got, tc.want)
@@ -138,5 +145,15 @@ func TestLogRedactsSecrets(t *testing.T) {
 	log.Info().Object("config", config.Default()).Msg("")
 	if !strings.Contains(buf.String(), `"openai_api_key":""`) {
 		t.Errorf("unset key not logged as empty: %s", buf.String())
+	}
+}
+
+func TestTextIndexWeaviate(t *testing.T) {
+	c, err := load(map[string]string{"WEAVIATE_URL": "http://127.0.0.1:8080", "HINDSIGHT_WEAVIATE_REPLICATION": "3"}, "--text-index", "weaviate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.TextIndex != "weaviate" || c.WeaviateReplication != 3 {
+		t.Errorf("text index %q replication %d, want weaviate 3", c.TextIndex, c.WeaviateReplication)
 	}
 }

@@ -206,6 +206,8 @@ func (s *Server) searchSessions(r *http.Request, v *viewer, p *sessionsPage, lin
 		return errBadRequest("Semantic and hybrid search need an embedder, and none is configured on this server. Use full-text search, or see the README (Search) to set one up.")
 	case errors.Is(err, index.ErrBadQuery):
 		return errBadRequest("That search could not be run: " + err.Error())
+	case errors.Is(err, index.ErrUnavailable):
+		return &pageError{http.StatusServiceUnavailable, "Search is unavailable for the moment: the search index server does not answer. Your sessions are safe; try again shortly."}
 	case err != nil:
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/hindsight-dev/hindsight/index"
 	"github.com/hindsight-dev/hindsight/ingest"
 	"github.com/hindsight-dev/hindsight/kv"
 	"github.com/hindsight-dev/hindsight/ranking"
@@ -67,6 +68,11 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		he = &httpError{status: http.StatusBadRequest, code: "Bad Request", msg: inv.Msg}
 	case errors.Is(err, kv.ErrNotFound):
 		he = &httpError{status: http.StatusNotFound, code: "Not Found", msg: "no such resource for this account"}
+	case errors.Is(err, index.ErrUnavailable):
+		// The text index lives in another service (Weaviate) that does not
+		// answer now; the records are fine and syncs keep being accepted.
+		he = &httpError{http.StatusServiceUnavailable, "Service Unavailable",
+			"full-text search is unavailable for the moment (its index server does not answer); retry shortly", 5 * time.Second}
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 		// The client went away; nobody reads this response.
 		he = &httpError{status: 499, code: "Client Closed Request", msg: "request cancelled"}

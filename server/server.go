@@ -24,7 +24,6 @@ import (
 	"github.com/hindsight-dev/hindsight/config"
 	"github.com/hindsight-dev/hindsight/dashboard"
 	"github.com/hindsight-dev/hindsight/httpd"
-	"github.com/hindsight-dev/hindsight/index"
 	"github.com/hindsight-dev/hindsight/ingest"
 	"github.com/hindsight-dev/hindsight/kv"
 	"github.com/hindsight-dev/hindsight/mcpd"
@@ -41,7 +40,7 @@ const Version = "0.1.0-dev"
 // them and do not replace them.
 type Server struct {
 	Store     *kv.Store
-	Index     *index.Index
+	Index     TextIndex
 	Accounts  *accounts.Accounts
 	Ingest    *ingest.Service
 	Pipeline  *ingest.Pipeline
@@ -79,7 +78,7 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger) (*Server, e
 	if err != nil {
 		return nil, err
 	}
-	idx, rebuild, err := openIndex(ctx, cfg.Data, st, log)
+	idx, rebuild, err := openTextIndex(ctx, cfg, st, log)
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -197,22 +196,17 @@ func (s *Server) readiness(ctx context.Context) []string {
 	if st.ChunkErr != nil && s.Semantic.Unavailable() == nil {
 		reasons = append(reasons, "context and semantic indexing is failing (the work stays queued and is retried): "+st.ChunkErr.Error())
 	}
-	return reasons
+	return append(reasons, s.textReadiness(ctx)...)
 }
 
 // Background runs the background work: the index rebuild when needed, then
 // the outbox drain. The API answers meanwhile. It returns when ctx ends.
 func (s *Server) Background(ctx context.Context) {
 	if s.needsRebuild {
-		s.log.Info().Msg("building the full-text index from the records")
-		if err := rebuildIndex(ctx, s.Store, s.Pipeline, LogProgress(s.log, "indexing sessions")); err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			s.log.Error().Err(err).Msg("index rebuild failed; it is retried at the next start (or run hindsight reindex)")
-			s.rebuildFailed.Store(true)
+		s.rebuildInBackground(ctx)
+		if ctx.Err() != nil {
+			return
 		}
-		s.rebuilding.Store(false)
 	}
 	s.Pipeline.Run(ctx)
 }

@@ -16,8 +16,10 @@ import (
 	"github.com/hindsight-dev/hindsight/bench"
 	"github.com/hindsight-dev/hindsight/config"
 	"github.com/hindsight-dev/hindsight/index"
+	"github.com/hindsight-dev/hindsight/index/weaviatetext"
 	"github.com/hindsight-dev/hindsight/ingest"
 	"github.com/hindsight-dev/hindsight/kv"
+	"github.com/hindsight-dev/hindsight/progress"
 	"github.com/hindsight-dev/hindsight/ranking"
 	"github.com/hindsight-dev/hindsight/server"
 )
@@ -32,10 +34,14 @@ type LoadConfig struct {
 	Seed        uint64
 	Modes       []string // search modes to time
 	Vectors     Vectors
-	SkipRebuild bool   // do not time a full index rebuild at each step
-	JSON        bool   // print only JSON
-	Out         string // directory for report.md, growth charts and result.json; "" = none
-	Command     string // the command line, for the report
+	SkipRebuild bool // do not time a full index rebuild at each step
+	// TextIndex is the server's full-text index: bleve (or ""), weaviate,
+	// or both (the whole run with Bleve, then again with Weaviate; Out gets
+	// a directory per mode).
+	TextIndex string
+	JSON      bool   // print only JSON
+	Out       string // directory for report.md, growth charts and result.json; "" = none
+	Command   string // the command line, for the report
 }
 
 // Load grows a generated data set through the REST API and reports, at
@@ -44,6 +50,26 @@ type LoadConfig struct {
 // several sizes, how each cost grows with the size, and with Out a report
 // with growth charts. base gives the semantic settings (the environment).
 func Load(ctx context.Context, base config.Config, c LoadConfig, stdout, stderr io.Writer) error {
+	if c.TextIndex != "both" {
+		return loadOne(ctx, base, c, stdout, stderr)
+	}
+	out := c.Out
+	for _, ti := range []string{"bleve", "weaviate"} {
+		c.TextIndex = ti
+		if out != "" {
+			c.Out = filepath.Join(out, ti)
+		}
+		if !c.JSON {
+			fmt.Fprintf(stdout, "== text index: %s ==\n", ti)
+		}
+		if err := loadOne(ctx, base, c, stdout, stderr); err != nil {
+			return fmt.Errorf("text index %s: %w", ti, err)
+		}
+	}
+	return nil
+}
+
+func loadOne(ctx context.Context, base config.Config, c LoadConfig, stdout, stderr io.Writer) error {
 	progressOut := stderr
 	if c.JSON {
 		progressOut = io.Discard
@@ -54,6 +80,11 @@ func Load(ctx context.Context, base config.Config, c LoadConfig, stdout, stderr 
 	}
 	defer os.RemoveAll(work)
 	dataDir := filepath.Join(work, "data")
+	stopText, err := prepareTextIndex(ctx, &base, nil, c.TextIndex, work, progressOut)
+	if err != nil {
+		return err
+	}
+	defer stopText()
 	first, a, stop, err := startServer(ctx, dataDir, zerolog.Nop(), base, c.Vectors)
 	if err != nil {
 		return err
@@ -98,6 +129,9 @@ func Load(ctx context.Context, base config.Config, c LoadConfig, stdout, stderr 
 			return len(res.Results), err
 		},
 		Rebuild: func(ctx context.Context) (int, error) {
+			if base.TextIndex == "weaviate" {
+				return timedWeaviateRebuild(ctx, a.Store, base, progressOut)
+			}
 			return timedRebuild(ctx, a.Store, filepath.Join(work, "rebuild-index"), progressOut)
 		},
 		Disk: func() bench.DiskUse {
@@ -105,9 +139,12 @@ func Load(ctx context.Context, base config.Config, c LoadConfig, stdout, stderr 
 			if fi, err := os.Stat(a.Store.Path()); err == nil {
 				d.Records = fi.Size()
 			}
-			d.Index = dirSize(filepath.Join(dataDir, "index"))
+			// In Weaviate mode the node's index directory is empty; the
+			// index's size is the launched server's data (0 with a server of
+			// WEAVIATE_URL, which this run cannot see).
+			d.Index = dirSize(filepath.Join(dataDir, "index")) + dirSize(filepath.Join(work, "weaviate-text"))
 			// The rest of the data directory is the embedded vector store.
-			d.Vectors = max(dirSize(dataDir)-d.Records-d.Index, 0)
+			d.Vectors = max(dirSize(dataDir)-d.Records-dirSize(filepath.Join(dataDir, "index")), 0)
 			return d
 		},
 		TextBytes: func(ctx context.Context) (int64, error) { return searchableText(ctx, a.Store, userIDs) },
@@ -121,6 +158,8 @@ func Load(ctx context.Context, base config.Config, c LoadConfig, stdout, stderr 
 		"seed":        strconv.FormatUint(c.Seed, 10),
 		"queries":     fmt.Sprintf("%d per mode and path, limit 20", c.Queries),
 		"embedder":    c.Vectors.Embedder,
+		"text index":  base.TextIndex,
+		"store":       c.Vectors.Store,
 	})}
 	for _, n := range c.Sizes {
 		st, err := loader.Step(ctx, bench.StepOptions{Sessions: n, Messages: c.Messages, Concurrency: c.Concurrency,
@@ -192,6 +231,32 @@ func searchableText(ctx context.Context, st *kv.Store, userIDs []string) (int64,
 		}
 		return nil
 	})
+	return n, err
+}
+
+// timedWeaviateRebuild indexes every session into fresh Weaviate
+// collections (as `hindsight reindex --text-index weaviate` does), drops
+// them afterwards, and returns how many sessions it indexed.
+func timedWeaviateRebuild(ctx context.Context, st *kv.Store, base config.Config, progressOut io.Writer) (int, error) {
+	ix, err := weaviatetext.Open(weaviatetext.Config{URL: base.Semantic.WeaviateURL, APIKey: base.Semantic.WeaviateKey,
+		Prefix: scratchPrefix("HindsightRebuild")}, &docTexts{m: map[string]index.Session{}})
+	if err != nil {
+		return 0, err
+	}
+	defer func() {
+		ix.Drop(context.Background())
+		ix.Close()
+	}()
+	n, err := countSessions(ctx, st)
+	if err != nil {
+		return 0, err
+	}
+	bar := progress.New(progressOut, "rebuild index (weaviate)", n)
+	err = ingest.NewPipeline(st, ix, ingest.PipelineOptions{}).Rebuild(ctx, func(done, total int) {
+		bar.Set(done)
+		n = total
+	})
+	bar.Done()
 	return n, err
 }
 

@@ -29,7 +29,7 @@ const (
 )
 
 // KnownPeers are the names --peers accepts (besides none).
-var KnownPeers = []string{bench.FTS5Name, peerWeaviateBM25, peerWeaviateHybrid, peerWeaviateRelative}
+var KnownPeers = []string{bench.FTS5Name, peerWeaviateBM25, peerWeaviateHybrid, peerWeaviateRelative, peerHindsightBleve, peerHindsightWeaviate}
 
 // ParsePeers parses --peers: a comma-separated list of known peer names, or
 // "none". "weaviate-hybrid" also brings in "weaviate-hybrid-relative", so
@@ -94,6 +94,8 @@ func openPeer(ctx context.Context, name string, env *peerEnv) (bench.Peer, error
 		return bench.OpenFTS5(filepath.Join(env.work, "fts5.db"))
 	case peerWeaviateBM25, peerWeaviateHybrid, peerWeaviateRelative:
 		return openWeaviatePeer(ctx, name, env)
+	case peerHindsightBleve, peerHindsightWeaviate:
+		return openTextPeer(ctx, name, env)
 	}
 	return nil, fmt.Errorf("unknown peer %q", name)
 }

@@ -45,10 +45,14 @@ type RelevanceConfig struct {
 	SweepLimit int
 	Baseline   string
 	Via        string
-	Out        string
-	JSON       bool
-	Seed       uint64
-	Command    string // the command line, for the report
+	// TextIndex is the server's full-text index: "" or bleve, or weaviate
+	// (then the run also measures hindsight-bleve, the other mode, as a
+	// peer).
+	TextIndex string
+	Out       string
+	JSON      bool
+	Seed      uint64
+	Command   string // the command line, for the report
 }
 
 // FlagError is a combination of settings a run cannot measure, found once
@@ -137,6 +141,11 @@ func Relevance(ctx context.Context, base config.Config, c RelevanceConfig, stdou
 		return err
 	}
 	defer os.RemoveAll(work)
+	stopText, err := prepareTextIndex(ctx, &base, &c.Peers, c.TextIndex, work, progressOut)
+	if err != nil {
+		return err
+	}
+	defer stopText()
 	client, a, stop, err := startServer(ctx, filepath.Join(work, "data"), zerolog.Nop(), base, c.Vectors)
 	if err != nil {
 		return err

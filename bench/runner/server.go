@@ -26,7 +26,8 @@ import (
 // vec's choice, the other semantic settings base's (the environment, as for
 // serve). The returned stop closes it.
 func startServer(ctx context.Context, dir string, log zerolog.Logger, base config.Config, vec Vectors) (*bench.Client, *server.Server, func(), error) {
-	cfg := config.Config{Data: dir, Limits: ingest.DefaultLimits(), Semantic: base.Semantic}
+	cfg := config.Config{Data: dir, Limits: ingest.DefaultLimits(), Semantic: base.Semantic,
+		TextIndex: base.TextIndex, WeaviateReplication: max(1, base.WeaviateReplication), WeaviateTextPrefix: base.WeaviateTextPrefix}
 	if err := vec.apply(&cfg); err != nil {
 		return nil, nil, nil, err
 	}

@@ -45,6 +45,14 @@ func (c Vectors) apply(cfg *config.Config) error {
 			return errors.New("--store weaviate needs WEAVIATE_URL (and WEAVIATE_API_KEY if the server wants one)")
 		}
 	default:
+		if cfg.TextIndex == "weaviate" {
+			// The server keeps vectors wherever WEAVIATE_URL points, so
+			// the text index's Weaviate would take them too.
+			if c.Embedder != "none" {
+				return errors.New("--text-index weaviate keeps the vectors in Weaviate as well (WEAVIATE_URL): pass --store weaviate, or --embedder none")
+			}
+			break
+		}
 		// The embedded store, even when WEAVIATE_URL is set in the
 		// environment: the flag, not the environment, picks the store.
 		cfg.Semantic.WeaviateURL = ""

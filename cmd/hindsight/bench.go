@@ -21,10 +21,12 @@ import (
 )
 
 const benchUsage = `bench relevance --dataset DIR [--modes fulltext,semantic,hybrid] [--embedder auto|none|local|openai]
-                       [--store embedded|weaviate] [--peers sqlite-fts5,weaviate-bm25,weaviate-hybrid]
+                       [--store embedded|weaviate] [--text-index bleve|weaviate]
+                       [--peers sqlite-fts5,weaviate-bm25,weaviate-hybrid,hindsight-bleve,hindsight-weaviate]
                        [--sweep rrf.k=10,30,60 --sweep depth=20,50,100 --sweep title.boost=1,2,4] [--sweep-mode M]
                        [--baseline result.json] [--max-docs N] [--max-queries N] [--split NAME] [--out DIR] [--json]
-       bench load      [--sessions N | --grow 10000,30000,100000] [--messages M] [--concurrency C] [--users U] [--out DIR] [--json]
+       bench load      [--sessions N | --grow 10000,30000,100000] [--messages M] [--concurrency C] [--users U]
+                       [--store embedded|weaviate] [--text-index bleve|weaviate|both] [--out DIR] [--json]
        bench ingest    [--batch-messages N] [--batch-size N] [--singles N] [--concurrency C] [--seed S] [--json]
 
 See bench/README.md: bring your own data, what each metric means, comparing two commits.`
@@ -80,6 +82,7 @@ func parseBenchRelevance(args []string, cfg *config.Config, stderr io.Writer) (r
 	fs.IntVar(&c.MaxDocs, "max-docs", 0, "use a slice of at most N documents holding every judged document of the kept queries (0 = all)")
 	fs.IntVar(&c.MaxQueries, "max-queries", 0, "use at most N queries (0 = all)")
 	fs.StringVar(&c.Via, "via", "inprocess", "run Hindsight's queries in-process (ranking engine) or over HTTP (full API path)")
+	fs.StringVar(&c.TextIndex, "text-index", "bleve", "the server's full-text index: bleve, or weaviate (WEAVIATE_URL, else the pinned server; adds the peer hindsight-bleve)")
 	fs.StringVar(&c.Out, "out", "", "directory for report.md, charts, result.json and perquery.jsonl (default: a new temp dir, printed)")
 	fs.BoolVar(&c.JSON, "json", false, "print only the JSON result (no table, no progress)")
 	fs.Uint64Var(&c.Seed, "seed", 1, "seed of the randomisation tests")
@@ -98,6 +101,9 @@ func parseBenchRelevance(args []string, cfg *config.Config, stderr io.Writer) (r
 	}
 	if c.Via != "inprocess" && c.Via != "http" {
 		return c, &usageError{"--via must be inprocess or http"}
+	}
+	if c.TextIndex != "bleve" && c.TextIndex != "weaviate" {
+		return c, &usageError{"--text-index must be bleve or weaviate"}
 	}
 	if c.MaxDocs < 0 || c.MaxQueries < 0 {
 		return c, &usageError{"--max-docs and --max-queries must not be negative"}
@@ -147,6 +153,7 @@ func parseBenchLoad(args []string, cfg *config.Config, stderr io.Writer) (runner
 	fs.StringVar(&c.Vectors.Embedder, "embedder", "none", "embedder: none, local, openai or auto; embedding a large generated set takes long (the offline model embeds a few dozen windows a second)")
 	fs.StringVar(&c.Vectors.Store, "store", "embedded", "vector store: embedded or weaviate (needs WEAVIATE_URL)")
 	fs.BoolVar(&c.SkipRebuild, "skip-rebuild", false, "do not time a full index rebuild at each step")
+	fs.StringVar(&c.TextIndex, "text-index", "bleve", "the server's full-text index: bleve, weaviate (WEAVIATE_URL, else the pinned server), or both (Bleve, then Weaviate)")
 	fs.BoolVar(&c.JSON, "json", false, "print only JSON")
 	fs.StringVar(&c.Out, "out", "", "directory for report.md, growth charts and result.json")
 	if _, err := parse(fs, args); err != nil {
@@ -168,6 +175,9 @@ func parseBenchLoad(args []string, cfg *config.Config, stderr io.Writer) (runner
 	}
 	if c.Users < 1 {
 		return c, &usageError{"--users must be at least 1"}
+	}
+	if c.TextIndex != "bleve" && c.TextIndex != "weaviate" && c.TextIndex != "both" {
+		return c, &usageError{"--text-index must be bleve, weaviate or both"}
 	}
 	if err := c.Vectors.Validate(); err != nil {
 		return c, &usageError{err.Error()}

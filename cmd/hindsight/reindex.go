@@ -10,18 +10,23 @@ import (
 	"github.com/hindsight-dev/hindsight/server"
 )
 
-// cmdReindex rebuilds the full-text index from the records, with a progress
-// bar. The server must be stopped (it holds the data file); it rebuilds a
-// missing index by itself at start anyway.
+// cmdReindex rebuilds the configured full-text index (Bleve, or Weaviate
+// with --text-index weaviate) from the records, with a progress bar. The
+// server must be stopped (it holds the data file); it rebuilds a missing
+// index by itself at start anyway.
 func cmdReindex(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg := config.Default()
-	if pos, err := loadFlags(newFlags("reindex", "reindex [--data DIR]", stderr), args, func(ld *config.Loader) { ld.Data(&cfg) }); err != nil {
+	if pos, err := loadFlags(newFlags("reindex", "reindex [--data DIR] [--text-index bleve|weaviate]", stderr), args, func(ld *config.Loader) {
+		ld.Data(&cfg)
+		ld.Semantic(&cfg) // WEAVIATE_URL, WEAVIATE_API_KEY
+		ld.TextIndex(&cfg)
+	}); err != nil {
 		return err
 	} else if len(pos) > 0 {
 		return &usageError{"reindex takes no arguments"}
 	}
 	var bar *progress.Bar
-	s, c, err := server.Reindex(ctx, cfg.Data, func(done, total int) {
+	s, c, err := server.Reindex(ctx, cfg, func(done, total int) {
 		if bar == nil {
 			bar = progress.New(stderr, "reindex", total)
 		}
@@ -31,6 +36,6 @@ func cmdReindex(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "reindexed: %d sessions, %d chunks\n", s, c)
+	fmt.Fprintf(stdout, "reindexed: %d sessions, %d chunks (%s index)\n", s, c, cfg.TextIndex)
 	return nil
 }

@@ -119,13 +119,14 @@ type Server struct {
 	// its own (see the package documentation).
 	Isolated bool
 
-	bin   string
-	args  []string
-	env   []string
-	sock  string // isolated: the REST unix socket
-	tmp   string // a directory of our own for sock when Dir's path is too long; removed by Stop
-	log   *tailBuffer
-	proxy *proxy // isolated: 127.0.0.1 -> sock
+	bin      string
+	launcher string // the program started: bin, or unshare/nsenter running it in a namespace
+	args     []string
+	env      []string
+	sock     string // isolated: the REST unix socket
+	tmp      string // a directory of our own for sock when Dir's path is too long; removed by Stop
+	log      *tailBuffer
+	proxy    *proxy // isolated: 127.0.0.1 -> sock
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -168,6 +169,7 @@ func Launch(ctx context.Context, bin, dir string) (*Server, error) {
 		// Inside the namespace the default ports cannot collide with
 		// anything: every server has its own.
 		s.env = append(env, "GRPC_PORT=50051")
+		s.launcher = "unshare"
 		s.args = []string{"--map-root-user", "--net", "sh", "-c", `ip link set lo up && exec "$0" "$@"`,
 			bin, "--scheme", "unix", "--socket-path", s.sock}
 		p, err := newProxy(s.sock)
@@ -215,9 +217,19 @@ var isolation = sync.OnceValue(func() bool {
 func isolationWorks() bool { return isolation() }
 
 func (s *Server) start(ctx context.Context) error {
+	if err := s.spawn(); err != nil {
+		return err
+	}
+	return s.waitReady(ctx)
+}
+
+// spawn starts the process without waiting for it to be ready.
+func (s *Server) spawn() error {
 	name := s.bin
-	if s.Isolated {
-		name = "unshare"
+	if s.launcher != "" {
+		name = s.launcher
+	}
+	if s.sock != "" {
 		os.Remove(s.sock) // a stale socket of a previous run blocks the listener
 	}
 	cmd := exec.Command(name, s.args...)
@@ -237,7 +249,22 @@ func (s *Server) start(ctx context.Context) error {
 	s.mu.Lock()
 	s.cmd, s.done = cmd, done
 	s.mu.Unlock()
+	return nil
+}
 
+// waitReady waits for /v1/.well-known/ready of the spawned process.
+func (s *Server) waitReady(ctx context.Context) error {
+	return s.waitPath(ctx, "/v1/.well-known/ready")
+}
+
+// waitPath waits for path to answer 200.
+func (s *Server) waitPath(ctx context.Context, path string) error {
+	s.mu.Lock()
+	cmd, done := s.cmd, s.done
+	s.mu.Unlock()
+	if cmd == nil {
+		return errors.New("weaviate-server is not running")
+	}
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
 	client := &http.Client{Timeout: 2 * time.Second}
@@ -251,7 +278,7 @@ func (s *Server) start(ctx context.Context) error {
 			return fmt.Errorf("weaviate-server not ready at %s: %w; its output:\n%s", s.URL, ctx.Err(), s.log.tail(8<<10))
 		case <-tick.C:
 		}
-		resp, err := client.Get(s.URL + "/v1/.well-known/ready")
+		resp, err := client.Get(s.URL + path)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -311,8 +338,9 @@ func (s *Server) Kill() error {
 	return err
 }
 
-// Restart stops the server gracefully and starts it again on the same data
-// (and, when isolated, the same URL), returning once it is ready. It is what
+// Restart stops the server gracefully (when it runs: after Kill it just
+// starts) and starts it again on the same data (and, when isolated, the
+// same URL), returning once it is ready. It is what
 // an operator's restart does: memtables are flushed to disk segments and
 // every shard is loaded afresh.
 func (s *Server) Restart(ctx context.Context) error {

@@ -65,6 +65,27 @@ func Start(t testing.TB) *localweaviate.Server {
 	return s
 }
 
+// StartCluster starts a cluster of n nodes of t's own (see
+// localweaviate.LaunchCluster), stopped at t's cleanup, with the nodes'
+// output logged when t failed. Skips and failures are as for Start.
+func StartCluster(t testing.TB, n int, extraEnv ...string) *localweaviate.Cluster {
+	t.Helper()
+	bin := binaryOrSkip(t)
+	c, err := localweaviate.LaunchCluster(context.Background(), bin, t.TempDir(), n, extraEnv...)
+	if err != nil {
+		t.Fatalf("launch a weaviate cluster: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Stop(); err != nil {
+			t.Errorf("stop weaviate cluster: %v", err)
+		}
+		if t.Failed() {
+			t.Logf("weaviate cluster output (tail):\n%s", c.Tail(8<<10))
+		}
+	})
+	return c
+}
+
 func binaryOrSkip(t testing.TB) string {
 	t.Helper()
 	bin, err := localweaviate.Binary()
