@@ -62,6 +62,9 @@ func ndcgColumn(r *RelevanceResult, mode string) []float64 {
 func relevanceCharts(dir string, r *RelevanceResult) error {
 	var items []barItem
 	for _, s := range r.Summaries {
+		if s.Failed != "" {
+			continue
+		}
 		_, ci := meanCI95(ndcgColumn(r, s.Mode))
 		items = append(items, barItem{Label: s.Mode, Value: s.NDCG10, Err: ci, Marked: slices.Contains(r.Peers, s.Mode)})
 	}
@@ -144,6 +147,13 @@ func RelevanceMarkdown(r *RelevanceResult) string {
 			if t, err := Compare(col, refCol, 1); err == nil {
 				vs = fmt.Sprintf("%+.4f (%s)", t.MeanDiff, pValue(t.P))
 			}
+		}
+		if s.Failed != "" {
+			fmt.Fprintf(&b, "| %s | **failed**: %s | – | – | – | – | – |\n", name, strings.ReplaceAll(s.Failed, "|", `\|`))
+			continue
+		}
+		if s.TimedOut > 0 {
+			name += fmt.Sprintf(" (%d queries timed out, scored 0)", s.TimedOut)
 		}
 		fmt.Fprintf(&b, "| %s | %.4f ± %.3f | %s | %.4f | %.4f | %.2f | %.2f |\n", name, s.NDCG10, ci, vs, s.Recall100, s.MRR10, millis(s.P50), millis(s.P99))
 	}

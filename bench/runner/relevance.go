@@ -221,16 +221,16 @@ func Relevance(ctx context.Context, base config.Config, c RelevanceConfig, stdou
 		search = engineSearch(a.Search, userID, docOf, degraded)
 	}
 	systems := slices.Clone(modes)
+	var peerNames []string
 	for _, p := range peers {
 		systems = append(systems, p.Name())
+		peerNames = append(peerNames, p.Name())
 	}
-	res, err := bench.RunRelevance(ctx, ds, bench.WithPeers(search, peers...), bench.RelevanceOptions{Modes: systems, Progress: progressOut})
+	res, err := bench.RunRelevance(ctx, ds, bench.WithPeers(search, peers...), bench.RelevanceOptions{Modes: systems, Progress: progressOut, Peers: peerNames})
 	if err != nil {
 		return err
 	}
-	for _, p := range peers {
-		res.Peers = append(res.Peers, p.Name())
-	}
+	res.Peers = peerNames
 
 	model := "none"
 	if rawEmb != nil {
