@@ -15,6 +15,7 @@ import (
 
 	"github.com/hindsight-dev/hindsight/bench"
 	"github.com/hindsight-dev/hindsight/bench/weaviatepeer"
+	"github.com/hindsight-dev/hindsight/ingest"
 	"github.com/hindsight-dev/hindsight/vectors"
 	"github.com/hindsight-dev/hindsight/vectors/weaviate"
 	"github.com/hindsight-dev/hindsight/vectors/weaviate/localweaviate"
@@ -191,7 +192,9 @@ func (g *weaviateGroup) index(ctx context.Context, docs []bench.Doc) error {
 		} else {
 			pd[i].Chunks = []string{d.Text}
 		}
-		texts = append(texts, pd[i].Chunks...)
+		for _, c := range pd[i].Chunks { // embedded as Hindsight embeds a window: under the title
+			texts = append(texts, ingest.EmbedText(d.Title, c))
+		}
 	}
 	if g.emb != nil {
 		vs, err := g.emb.Embed(ctx, texts)
