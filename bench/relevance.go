@@ -71,7 +71,10 @@ type RelevanceResult struct {
 	// Latencies holds, per mode, the time of every query in dataset order.
 	Latencies map[string][]time.Duration
 	Sweep     *SweepResult
-	Baseline  *Comparison
+	// PeerSweeps holds one sweep per tunable peer (TunablePeer), its Mode
+	// the peer's name.
+	PeerSweeps []*SweepResult
+	Baseline   *Comparison
 }
 
 // RunRelevance runs every query of ds in every mode through search, one
@@ -285,7 +288,9 @@ type jsonResult struct {
 	Results  []jsonSummary     `json:"results"`
 	PerQuery *jsonPerQuery     `json:"per_query,omitempty"`
 	Sweep    *jsonSweep        `json:"sweep,omitempty"`
-	Baseline *jsonComparison   `json:"baseline,omitempty"`
+	// PeerSweeps: one per tunable peer.
+	PeerSweeps []*jsonSweep    `json:"peer_sweeps,omitempty"`
+	Baseline   *jsonComparison `json:"baseline,omitempty"`
 }
 
 // MarshalJSON gives the machine-readable shape:
@@ -326,13 +331,11 @@ func (r RelevanceResult) MarshalJSON() ([]byte, error) {
 		}
 		out.PerQuery = pq
 	}
-	if sw := r.Sweep; sw != nil {
-		js := &jsonSweep{Mode: sw.Mode, Limit: sw.Limit, Note: sw.Note, Rows: []jsonSweepRow{}, BestVsDefault: toJSONTest(sw.Test)}
-		for _, row := range sw.Rows {
-			js.Rows = append(js.Rows, jsonSweepRow{row.Point.String(), row.Point, row.Default,
-				round4(row.NDCG10), round4(row.MRR10), round4(row.Recall), millis(row.P50), millis(row.P99)})
-		}
-		out.Sweep = js
+	if r.Sweep != nil {
+		out.Sweep = toJSONSweep(r.Sweep)
+	}
+	for _, sw := range r.PeerSweeps {
+		out.PeerSweeps = append(out.PeerSweeps, toJSONSweep(sw))
 	}
 	out.Baseline = r.Baseline.toJSON()
 	return json.Marshal(out)
@@ -376,28 +379,44 @@ func (r *RelevanceResult) UnmarshalJSON(b []byte) error {
 			r.Latencies[mode] = lat
 		}
 	}
-	if js := in.Sweep; js != nil {
-		sw := &SweepResult{Mode: js.Mode, Limit: js.Limit, Note: js.Note}
-		for i, row := range js.Rows {
-			sw.Rows = append(sw.Rows, SweepRow{Point: row.Point, Default: row.Default, NDCG10: row.NDCG10, MRR10: row.MRR10,
-				Recall: row.Recall, P50: fromMillis(row.P50ms), P99: fromMillis(row.P99ms)})
-			if row.Default {
-				sw.Default = i
-			}
-		}
-		if t := js.BestVsDefault; t != nil {
-			pt := PairedTest{N: t.N, MeanDiff: t.MeanDiff, P: t.P, Rounds: t.Rounds, T: math.NaN(), PT: math.NaN()}
-			if t.T != nil {
-				pt.T = *t.T
-			}
-			if t.PT != nil {
-				pt.PT = *t.PT
-			}
-			sw.Test = &pt
-		}
-		r.Sweep = sw
+	if in.Sweep != nil {
+		r.Sweep = fromJSONSweep(in.Sweep)
+	}
+	for _, js := range in.PeerSweeps {
+		r.PeerSweeps = append(r.PeerSweeps, fromJSONSweep(js))
 	}
 	return nil
+}
+
+func toJSONSweep(sw *SweepResult) *jsonSweep {
+	js := &jsonSweep{Mode: sw.Mode, Limit: sw.Limit, Note: sw.Note, Rows: []jsonSweepRow{}, BestVsDefault: toJSONTest(sw.Test)}
+	for _, row := range sw.Rows {
+		js.Rows = append(js.Rows, jsonSweepRow{row.Point.String(), row.Point, row.Default,
+			round4(row.NDCG10), round4(row.MRR10), round4(row.Recall), millis(row.P50), millis(row.P99)})
+	}
+	return js
+}
+
+func fromJSONSweep(js *jsonSweep) *SweepResult {
+	sw := &SweepResult{Mode: js.Mode, Limit: js.Limit, Note: js.Note}
+	for i, row := range js.Rows {
+		sw.Rows = append(sw.Rows, SweepRow{Point: row.Point, Default: row.Default, NDCG10: row.NDCG10, MRR10: row.MRR10,
+			Recall: row.Recall, P50: fromMillis(row.P50ms), P99: fromMillis(row.P99ms)})
+		if row.Default {
+			sw.Default = i
+		}
+	}
+	if t := js.BestVsDefault; t != nil {
+		pt := PairedTest{N: t.N, MeanDiff: t.MeanDiff, P: t.P, Rounds: t.Rounds, T: math.NaN(), PT: math.NaN()}
+		if t.T != nil {
+			pt.T = *t.T
+		}
+		if t.PT != nil {
+			pt.PT = *t.PT
+		}
+		sw.Test = &pt
+	}
+	return sw
 }
 
 // ReadResult reads a result.json written by an earlier run.

@@ -187,6 +187,26 @@ func RelevanceMarkdown(r *RelevanceResult) string {
 		fmt.Fprintf(&b, "\n![Sweep](%s)\n", SweepChart)
 	}
 
+	if len(r.PeerSweeps) > 0 {
+		b.WriteString("\n## Peers at their best point\n\n")
+		b.WriteString("Each peer's own settings swept as Hindsight's are (every point answers every query; the best point " +
+			"was picked on these same queries, which flatters the peer, as a sweep flatters Hindsight).\n\n")
+		b.WriteString("| peer | default point | nDCG@10 | best point | nDCG@10 | best − default (p) | grid |\n|---|---|---|---|---|---|---|\n")
+		for _, sw := range r.PeerSweeps {
+			def, best := sw.Rows[sw.Default], sw.Rows[sw.Best]
+			vs := "the default is the best"
+			if sw.Test != nil {
+				vs = fmt.Sprintf("%+.4f (%s)", sw.Test.MeanDiff, pValue(sw.Test.P))
+			}
+			var grid []string
+			for _, row := range sw.Rows {
+				grid = append(grid, fmt.Sprintf("%s: %.4f", row.Point, row.NDCG10))
+			}
+			fmt.Fprintf(&b, "| %s | %s | %.4f | %s | %.4f | %s | %s |\n", sw.Mode, def.Point, def.NDCG10, best.Point, best.NDCG10, vs, strings.Join(grid, "; "))
+		}
+		fmt.Fprintf(&b, "\nThe sweeps ask %d results per query, so Recall is not comparable with the main table's.\n", r.PeerSweeps[0].Limit)
+	}
+
 	if c := r.Baseline; c != nil {
 		fmt.Fprintf(&b, "\n## Compared with %s\n\n", c.Baseline)
 		for _, w := range c.Warnings {
