@@ -255,7 +255,7 @@ func Relevance(ctx context.Context, base config.Config, c RelevanceConfig, stdou
 		"tokenization sqlite-fts5": "porter unicode61 (letters, digits; case and diacritics folded; Porter stemmer; no stop words); " +
 			"columns title and text, bm25() weights 1, 1 (k1 1.2, b 0.75)",
 		"tokenization weaviate": "word tokenization (alphanumeric runs, lower-cased), the en stop words, no stemming; BM25 k1 1.2, b 0.75 over title + text",
-		"via":         c.Via,
+		"via":                   c.Via,
 	})
 	if l := loadAverage(); l != "" {
 		// Latency is wall time: say how busy the machine was.
