@@ -2,6 +2,7 @@ package index
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"unicode"
 	"unicode/utf8"
@@ -113,6 +114,22 @@ func (a *Analyzer) Terms(text string) []string {
 	out := make([]string, len(tokens))
 	for i, tok := range tokens {
 		out[i] = string(tok.Term)
+	}
+	return out
+}
+
+// QueryTerms returns the distinct terms a query of plain words looks up
+// for text, in order: Terms without the whole compounds, whose parts are
+// looked up instead (see parseQuery). Each scores by BM25 once.
+func (a *Analyzer) QueryTerms(text string) []string {
+	var out []string
+	for _, tok := range a.a.Analyze([]byte(text)) {
+		if tok.Type == compoundToken {
+			continue
+		}
+		if t := string(tok.Term); !slices.Contains(out, t) {
+			out = append(out, t)
+		}
 	}
 	return out
 }

@@ -143,3 +143,19 @@ func TestAnalyzeMatchesIndexTerms(t *testing.T) {
 		t.Errorf("Analyze = %q, want %q", got, want)
 	}
 }
+
+func TestQueryTermsMatchParseQuery(t *testing.T) {
+	a, err := NewAnalyzer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{"The parseConfigFile in src/a.go", "IL-6 levels and IL-6 receptors", "parse-config-file config"} {
+		pq, err := parseQuery(a.a, text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := a.QueryTerms(text); !slices.Equal(got, pq.Terms) {
+			t.Errorf("QueryTerms(%q) = %q, parseQuery's terms %q", text, got, pq.Terms)
+		}
+	}
+}
