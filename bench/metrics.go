@@ -194,6 +194,11 @@ type Summary struct {
 	P50, P99  time.Duration
 	Queries   int // queries averaged over: len(ds.Queries)
 	Missing   int // queries of ds without an entry in ranked; they score 0
+	// TimedOut counts a peer's queries stopped at the query time limit
+	// (they are among Missing); Failed says why a peer was given up on,
+	// "" when it answered to the end.
+	TimedOut int
+	Failed   string
 }
 
 // Summarize averages NDCG@10, Recall@100 and MRR@10 over every query of ds

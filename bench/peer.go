@@ -66,3 +66,52 @@ func WithPeers(search SearchFunc, peers ...Peer) SearchFunc {
 		return search(ctx, mode, q, k)
 	}
 }
+
+// TunablePeer is a peer with settings of its own that the bench sweeps, so
+// each peer is reported at its best point next to its default, as
+// Hindsight's settings are (--sweep): a comparison with a peer left at
+// defaults that Hindsight's were tuned against would flatter Hindsight.
+type TunablePeer interface {
+	Peer
+	// Settings returns the grid to sweep and the peer's default point;
+	// no params: nothing to sweep.
+	Settings() (params []Param, def Point)
+	// SearchAt is Search with the settings of point p.
+	SearchAt(ctx context.Context, p Point, q string, k int) ([]string, error)
+}
+
+// PeerSweeps sweeps every tunable peer of peers over its own grid
+// (TunablePeer.Settings) with limit results per query, and returns one
+// sweep per tunable peer, its mode named after the peer. A peer that fails
+// at some point is left out, with the error in failed.
+func PeerSweeps(ctx context.Context, ds *Dataset, peers []Peer, limit int, seed uint64, progressOut io.Writer) (sweeps []*SweepResult, failed map[string]error, err error) {
+	for _, p := range peers {
+		tp, ok := p.(TunablePeer)
+		if !ok {
+			continue
+		}
+		params, def := tp.Settings()
+		if len(params) == 0 {
+			continue
+		}
+		at := func(_ context.Context, pt Point) (SearchFunc, error) {
+			return func(ctx context.Context, _ string, q string, k int) ([]string, error) {
+				return tp.SearchAt(ctx, pt, q, k)
+			}, nil
+		}
+		sw, serr := RunSweep(ctx, ds, at, SweepOptions{Mode: p.Name(), Limit: limit, Params: params, Default: def, Seed: seed, Progress: progressOut,
+			peer: true})
+		if serr != nil {
+			if ctx.Err() != nil {
+				return nil, nil, ctx.Err()
+			}
+			if failed == nil {
+				failed = map[string]error{}
+			}
+			failed[p.Name()] = serr
+			continue
+		}
+		sweeps = append(sweeps, sw)
+	}
+	return sweeps, failed, nil
+}

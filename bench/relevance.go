@@ -34,7 +34,20 @@ type RelevanceOptions struct {
 	// and unscored, before the measured pass, so the first timings do not
 	// pay for cold caches and lazy loading. 0 = 10; negative = none.
 	Warmup int
+	// Peers names the modes answered by other systems. A peer's failure
+	// does not end the run: its row is marked failed (Summary.Failed) and
+	// the other modes go on. A failure of Hindsight's own modes is an error.
+	Peers []string
+	// QueryTimeout bounds every query: 0 = DefaultQueryTimeout. A peer's
+	// query that runs out of time scores 0 (Summary.TimedOut); after
+	// MaxTimeouts of them the peer is marked failed.
+	QueryTimeout time.Duration
+	MaxTimeouts  int // 0 = 5
 }
+
+// DefaultQueryTimeout is RelevanceOptions.QueryTimeout's default: a
+// thousand times a typical query, so it only stops one that hangs.
+const DefaultQueryTimeout = 20 * time.Second
 
 // RelevanceResult is one run over a dataset: the headline metrics of every
 // mode (Hindsight's modes and peers alike), the per-query outcomes behind
@@ -58,7 +71,10 @@ type RelevanceResult struct {
 	// Latencies holds, per mode, the time of every query in dataset order.
 	Latencies map[string][]time.Duration
 	Sweep     *SweepResult
-	Baseline  *Comparison
+	// PeerSweeps holds one sweep per tunable peer (TunablePeer), its Mode
+	// the peer's name.
+	PeerSweeps []*SweepResult
+	Baseline   *Comparison
 }
 
 // RunRelevance runs every query of ds in every mode through search, one
@@ -74,45 +90,106 @@ func RunRelevance(ctx context.Context, ds *Dataset, search SearchFunc, o Relevan
 	if o.Warmup == 0 {
 		o.Warmup = 10
 	}
+	if o.QueryTimeout <= 0 {
+		o.QueryTimeout = DefaultQueryTimeout
+	}
+	if o.MaxTimeouts <= 0 {
+		o.MaxTimeouts = 5
+	}
 	res := RelevanceResult{Dataset: ds.Name, Docs: len(ds.Corpus), Queries: len(ds.Queries), Latencies: map[string][]time.Duration{}}
 	returned := make([]map[string][]string, len(ds.Queries))
 	for i := range returned {
 		returned[i] = map[string][]string{}
 	}
 	for _, mode := range o.Modes {
-		ranked := map[string][]string{}
-		lat := make([]time.Duration, 0, len(ds.Queries))
-		for _, q := range ds.Queries[:min(max(o.Warmup, 0), len(ds.Queries))] {
-			if _, err := search(ctx, mode, q.Text, o.Depth); err != nil && !errors.Is(err, ErrNoTerms) {
-				return res, fmt.Errorf("%s query %s: %w", mode, q.ID, err)
-			}
+		ranked, lat, sum, err := runMode(ctx, ds, search, mode, o)
+		if err != nil {
+			return res, err
 		}
-		bar := progress.New(o.Progress, o.Label+" "+mode, len(ds.Queries))
 		for i, q := range ds.Queries {
-			if err := ctx.Err(); err != nil {
-				return res, err
+			if ids, ok := ranked[q.ID]; ok {
+				returned[i][mode] = ids
 			}
-			start := time.Now()
-			ids, err := search(ctx, mode, q.Text, o.Depth)
-			lat = append(lat, time.Since(start))
-			if err != nil && !errors.Is(err, ErrNoTerms) {
-				return res, fmt.Errorf("%s query %s: %w", mode, q.ID, err)
-			}
-			if ids == nil {
-				ids = []string{}
-			}
-			ranked[q.ID] = ids
-			returned[i][mode] = ids
-			bar.Set(i + 1)
 		}
-		bar.Done()
-		res.Summaries = append(res.Summaries, Summarize(mode, ranked, ds, lat))
+		res.Summaries = append(res.Summaries, sum)
 		res.Latencies[mode] = lat
 	}
 	for i, q := range ds.Queries {
 		res.PerQuery = append(res.PerQuery, NewQueryResult(q, ds.Qrels[q.ID], returned[i]))
 	}
 	return res, nil
+}
+
+// runMode runs every query of ds in one mode. A peer's failure (an error,
+// or more than o.MaxTimeouts queries out of time) gives a summary marked
+// Failed and no error; the queries it did not answer score 0.
+func runMode(ctx context.Context, ds *Dataset, search SearchFunc, mode string, o RelevanceOptions) (map[string][]string, []time.Duration, Summary, error) {
+	peer := slices.Contains(o.Peers, mode)
+	ranked := map[string][]string{}
+	lat := make([]time.Duration, 0, len(ds.Queries))
+	timedOut := 0
+	// query runs one query within the time limit; it reports whether the
+	// mode must stop (failed set, for a peer) or returns the run's error.
+	var failed string
+	query := func(q Query) ([]string, time.Duration, bool, error) {
+		qctx, cancel := context.WithTimeout(ctx, o.QueryTimeout)
+		defer cancel()
+		start := time.Now()
+		ids, err := search(qctx, mode, q.Text, o.Depth)
+		took := time.Since(start)
+		switch {
+		case err == nil || errors.Is(err, ErrNoTerms):
+			return ids, took, false, nil
+		case ctx.Err() != nil:
+			return nil, took, true, ctx.Err()
+		case !peer:
+			return nil, took, true, fmt.Errorf("%s query %s: %w", mode, q.ID, err)
+		case errors.Is(err, context.DeadlineExceeded) || qctx.Err() != nil:
+			timedOut++
+			if timedOut > o.MaxTimeouts {
+				failed = fmt.Sprintf("more than %d queries took over %v", o.MaxTimeouts, o.QueryTimeout)
+				return nil, took, true, nil
+			}
+			return nil, took, false, nil
+		default:
+			failed = fmt.Sprintf("query %s: %v", q.ID, err)
+			return nil, took, true, nil
+		}
+	}
+	for _, q := range ds.Queries[:min(max(o.Warmup, 0), len(ds.Queries))] {
+		if _, _, stop, err := query(q); err != nil || stop {
+			if err != nil {
+				return nil, nil, Summary{}, err
+			}
+			break
+		}
+	}
+	if failed == "" {
+		timedOut = 0 // the measured pass counts its own
+	}
+	bar := progress.New(o.Progress, o.Label+" "+mode, len(ds.Queries))
+	for i, q := range ds.Queries {
+		if failed != "" {
+			break
+		}
+		ids, took, stop, err := query(q)
+		if err != nil {
+			return nil, nil, Summary{}, err
+		}
+		if stop {
+			break
+		}
+		lat = append(lat, took)
+		if ids == nil {
+			ids = []string{}
+		}
+		ranked[q.ID] = ids
+		bar.Set(i + 1)
+	}
+	bar.Done()
+	sum := Summarize(mode, ranked, ds, lat)
+	sum.Failed, sum.TimedOut = failed, timedOut
+	return ranked, lat, sum, nil
 }
 
 // Summary returns the summary of mode and whether the run has it.
@@ -144,6 +221,8 @@ type jsonSummary struct {
 	P50ms     float64 `json:"p50_ms"`
 	P99ms     float64 `json:"p99_ms"`
 	Missing   int     `json:"missing,omitempty"`
+	TimedOut  int     `json:"timed_out,omitempty"`
+	Failed    string  `json:"failed,omitempty"`
 }
 
 // jsonPerQuery stores per-query scores column-wise: one array per mode,
@@ -209,7 +288,9 @@ type jsonResult struct {
 	Results  []jsonSummary     `json:"results"`
 	PerQuery *jsonPerQuery     `json:"per_query,omitempty"`
 	Sweep    *jsonSweep        `json:"sweep,omitempty"`
-	Baseline *jsonComparison   `json:"baseline,omitempty"`
+	// PeerSweeps: one per tunable peer.
+	PeerSweeps []*jsonSweep    `json:"peer_sweeps,omitempty"`
+	Baseline   *jsonComparison `json:"baseline,omitempty"`
 }
 
 // MarshalJSON gives the machine-readable shape:
@@ -224,7 +305,7 @@ type jsonResult struct {
 func (r RelevanceResult) MarshalJSON() ([]byte, error) {
 	out := jsonResult{Dataset: r.Dataset, Docs: r.Docs, Queries: r.Queries, Settings: r.Settings, Peers: r.Peers, Results: []jsonSummary{}}
 	for _, s := range r.Summaries {
-		out.Results = append(out.Results, jsonSummary{s.Mode, round4(s.NDCG10), round4(s.Recall100), round4(s.MRR10), millis(s.P50), millis(s.P99), s.Missing})
+		out.Results = append(out.Results, jsonSummary{s.Mode, round4(s.NDCG10), round4(s.Recall100), round4(s.MRR10), millis(s.P50), millis(s.P99), s.Missing, s.TimedOut, s.Failed})
 	}
 	if len(r.PerQuery) > 0 {
 		pq := &jsonPerQuery{QueryIDs: make([]string, len(r.PerQuery)), NDCG10: map[string][]float64{}}
@@ -250,13 +331,11 @@ func (r RelevanceResult) MarshalJSON() ([]byte, error) {
 		}
 		out.PerQuery = pq
 	}
-	if sw := r.Sweep; sw != nil {
-		js := &jsonSweep{Mode: sw.Mode, Limit: sw.Limit, Note: sw.Note, Rows: []jsonSweepRow{}, BestVsDefault: toJSONTest(sw.Test)}
-		for _, row := range sw.Rows {
-			js.Rows = append(js.Rows, jsonSweepRow{row.Point.String(), row.Point, row.Default,
-				round4(row.NDCG10), round4(row.MRR10), round4(row.Recall), millis(row.P50), millis(row.P99)})
-		}
-		out.Sweep = js
+	if r.Sweep != nil {
+		out.Sweep = toJSONSweep(r.Sweep)
+	}
+	for _, sw := range r.PeerSweeps {
+		out.PeerSweeps = append(out.PeerSweeps, toJSONSweep(sw))
 	}
 	out.Baseline = r.Baseline.toJSON()
 	return json.Marshal(out)
@@ -275,7 +354,7 @@ func (r *RelevanceResult) UnmarshalJSON(b []byte) error {
 	*r = RelevanceResult{Dataset: in.Dataset, Docs: in.Docs, Queries: in.Queries, Settings: in.Settings, Peers: in.Peers}
 	for _, s := range in.Results {
 		r.Summaries = append(r.Summaries, Summary{Mode: s.Mode, NDCG10: s.NDCG10, Recall100: s.Recall100, MRR10: s.MRR10,
-			P50: fromMillis(s.P50ms), P99: fromMillis(s.P99ms), Queries: in.Queries, Missing: s.Missing})
+			P50: fromMillis(s.P50ms), P99: fromMillis(s.P99ms), Queries: in.Queries, Missing: s.Missing, TimedOut: s.TimedOut, Failed: s.Failed})
 	}
 	if pq := in.PerQuery; pq != nil {
 		for mode, col := range pq.NDCG10 {
@@ -300,28 +379,44 @@ func (r *RelevanceResult) UnmarshalJSON(b []byte) error {
 			r.Latencies[mode] = lat
 		}
 	}
-	if js := in.Sweep; js != nil {
-		sw := &SweepResult{Mode: js.Mode, Limit: js.Limit, Note: js.Note}
-		for i, row := range js.Rows {
-			sw.Rows = append(sw.Rows, SweepRow{Point: row.Point, Default: row.Default, NDCG10: row.NDCG10, MRR10: row.MRR10,
-				Recall: row.Recall, P50: fromMillis(row.P50ms), P99: fromMillis(row.P99ms)})
-			if row.Default {
-				sw.Default = i
-			}
-		}
-		if t := js.BestVsDefault; t != nil {
-			pt := PairedTest{N: t.N, MeanDiff: t.MeanDiff, P: t.P, Rounds: t.Rounds, T: math.NaN(), PT: math.NaN()}
-			if t.T != nil {
-				pt.T = *t.T
-			}
-			if t.PT != nil {
-				pt.PT = *t.PT
-			}
-			sw.Test = &pt
-		}
-		r.Sweep = sw
+	if in.Sweep != nil {
+		r.Sweep = fromJSONSweep(in.Sweep)
+	}
+	for _, js := range in.PeerSweeps {
+		r.PeerSweeps = append(r.PeerSweeps, fromJSONSweep(js))
 	}
 	return nil
+}
+
+func toJSONSweep(sw *SweepResult) *jsonSweep {
+	js := &jsonSweep{Mode: sw.Mode, Limit: sw.Limit, Note: sw.Note, Rows: []jsonSweepRow{}, BestVsDefault: toJSONTest(sw.Test)}
+	for _, row := range sw.Rows {
+		js.Rows = append(js.Rows, jsonSweepRow{row.Point.String(), row.Point, row.Default,
+			round4(row.NDCG10), round4(row.MRR10), round4(row.Recall), millis(row.P50), millis(row.P99)})
+	}
+	return js
+}
+
+func fromJSONSweep(js *jsonSweep) *SweepResult {
+	sw := &SweepResult{Mode: js.Mode, Limit: js.Limit, Note: js.Note}
+	for i, row := range js.Rows {
+		sw.Rows = append(sw.Rows, SweepRow{Point: row.Point, Default: row.Default, NDCG10: row.NDCG10, MRR10: row.MRR10,
+			Recall: row.Recall, P50: fromMillis(row.P50ms), P99: fromMillis(row.P99ms)})
+		if row.Default {
+			sw.Default = i
+		}
+	}
+	if t := js.BestVsDefault; t != nil {
+		pt := PairedTest{N: t.N, MeanDiff: t.MeanDiff, P: t.P, Rounds: t.Rounds, T: math.NaN(), PT: math.NaN()}
+		if t.T != nil {
+			pt.T = *t.T
+		}
+		if t.PT != nil {
+			pt.PT = *t.PT
+		}
+		sw.Test = &pt
+	}
+	return sw
 }
 
 // ReadResult reads a result.json written by an earlier run.

@@ -62,6 +62,9 @@ func ndcgColumn(r *RelevanceResult, mode string) []float64 {
 func relevanceCharts(dir string, r *RelevanceResult) error {
 	var items []barItem
 	for _, s := range r.Summaries {
+		if s.Failed != "" {
+			continue
+		}
 		_, ci := meanCI95(ndcgColumn(r, s.Mode))
 		items = append(items, barItem{Label: s.Mode, Value: s.NDCG10, Err: ci, Marked: slices.Contains(r.Peers, s.Mode)})
 	}
@@ -145,6 +148,13 @@ func RelevanceMarkdown(r *RelevanceResult) string {
 				vs = fmt.Sprintf("%+.4f (%s)", t.MeanDiff, pValue(t.P))
 			}
 		}
+		if s.Failed != "" {
+			fmt.Fprintf(&b, "| %s | **failed**: %s | – | – | – | – | – |\n", name, strings.ReplaceAll(s.Failed, "|", `\|`))
+			continue
+		}
+		if s.TimedOut > 0 {
+			name += fmt.Sprintf(" (%d queries timed out, scored 0)", s.TimedOut)
+		}
 		fmt.Fprintf(&b, "| %s | %.4f ± %.3f | %s | %.4f | %.4f | %.2f | %.2f |\n", name, s.NDCG10, ci, vs, s.Recall100, s.MRR10, millis(s.P50), millis(s.P99))
 	}
 	fmt.Fprintf(&b, "\nThe third column compares each system with %s query by query (paired randomisation test, %d sign flips).", ref, testRounds)
@@ -175,6 +185,26 @@ func RelevanceMarkdown(r *RelevanceResult) string {
 				"confirm a change on another split before adopting it.\n", sw.Rows[sw.Best].Point, sw.Rows[sw.Default].Point, sw.Test)
 		}
 		fmt.Fprintf(&b, "\n![Sweep](%s)\n", SweepChart)
+	}
+
+	if len(r.PeerSweeps) > 0 {
+		b.WriteString("\n## Peers at their best point\n\n")
+		b.WriteString("Each peer's own settings swept as Hindsight's are (every point answers every query; the best point " +
+			"was picked on these same queries, which flatters the peer, as a sweep flatters Hindsight).\n\n")
+		b.WriteString("| peer | default point | nDCG@10 | best point | nDCG@10 | best − default (p) | grid |\n|---|---|---|---|---|---|---|\n")
+		for _, sw := range r.PeerSweeps {
+			def, best := sw.Rows[sw.Default], sw.Rows[sw.Best]
+			vs := "the default is the best"
+			if sw.Test != nil {
+				vs = fmt.Sprintf("%+.4f (%s)", sw.Test.MeanDiff, pValue(sw.Test.P))
+			}
+			var grid []string
+			for _, row := range sw.Rows {
+				grid = append(grid, fmt.Sprintf("%s: %.4f", row.Point, row.NDCG10))
+			}
+			fmt.Fprintf(&b, "| %s | %s | %.4f | %s | %.4f | %s | %s |\n", sw.Mode, def.Point, def.NDCG10, best.Point, best.NDCG10, vs, strings.Join(grid, "; "))
+		}
+		fmt.Fprintf(&b, "\nThe sweeps ask %d results per query, so Recall is not comparable with the main table's.\n", r.PeerSweeps[0].Limit)
 	}
 
 	if c := r.Baseline; c != nil {

@@ -344,3 +344,55 @@ func TestReportFromResultJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestRunRelevancePeerFailure checks that a peer whose queries hang or fail
+// becomes a failed row while the run goes on, that a query out of time
+// scores 0, and that the same failure of Hindsight's own mode is an error.
+func TestRunRelevancePeerFailure(t *testing.T) {
+	ds := sweepDataset()
+	hang := func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
+	search := func(ctx context.Context, mode, q string, k int) ([]string, error) {
+		switch {
+		case mode == "slow" && q == "qb": // one query hangs
+			return nil, hang(ctx)
+		case mode == "stuck": // every query hangs
+			return nil, hang(ctx)
+		case mode == "broken" && q == "qc":
+			return nil, errors.New("malformed MATCH expression")
+		}
+		return []string{"r" + string(q[1])}, nil
+	}
+	o := RelevanceOptions{Modes: []string{"fulltext", "slow", "stuck", "broken"}, Peers: []string{"slow", "stuck", "broken"},
+		Warmup: -1, QueryTimeout: 20 * time.Millisecond, MaxTimeouts: 2}
+	res, err := RunRelevance(context.Background(), ds, search, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]struct {
+		ndcg     float64
+		timedOut int
+		failed   bool
+	}{
+		"fulltext": {1, 0, false},
+		"slow":     {0.75, 1, false},
+		"stuck":    {0, 3, true},
+		"broken":   {0.5, 0, true},
+	}
+	for mode, w := range want {
+		s, ok := res.Summary(mode)
+		if !ok {
+			t.Fatalf("no row for %s", mode)
+		}
+		if s.NDCG10 != w.ndcg || s.TimedOut != w.timedOut || (s.Failed != "") != w.failed {
+			t.Errorf("%s: nDCG@10 %v, timed out %d, failed %q; want %v, %d, failed %v", mode, s.NDCG10, s.TimedOut, s.Failed, w.ndcg, w.timedOut, w.failed)
+		}
+	}
+	if md := RelevanceMarkdown(&res); !strings.Contains(md, "| stuck | **failed**: more than 2 queries took over 20ms") ||
+		!strings.Contains(md, "| broken | **failed**: query c: malformed MATCH expression") {
+		t.Errorf("report does not mark the failed rows:\n%s", md)
+	}
+	o.Peers = nil // the same hang in Hindsight's own mode ends the run
+	if _, err := RunRelevance(context.Background(), ds, search, o); err == nil {
+		t.Error("a failing Hindsight mode did not fail the run")
+	}
+}

@@ -3,6 +3,7 @@ package bench
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -128,6 +129,9 @@ type SweepOptions struct {
 	Progress io.Writer
 	// Note is printed with the table, e.g. how latency was measured.
 	Note string
+	// peer: the mode is a peer's (its queries are bounded and its
+	// failures are errors, not a lost run: see RelevanceOptions.Peers).
+	peer bool
 }
 
 // SweepRow is one measured grid point.
@@ -148,7 +152,8 @@ type SweepResult struct {
 	Mode  string
 	Limit int
 	Note  string
-	// Rows are sorted by nDCG@10, descending; equal scores keep grid order.
+	// Rows are sorted by nDCG@10, descending; among equal scores the
+	// default comes first, the others keep grid order.
 	Rows []SweepRow
 	// Best and Default index Rows (Best is 0).
 	Best, Default int
@@ -245,7 +250,7 @@ func RunSweep(ctx context.Context, ds *Dataset, at PointSearch, o SweepOptions) 
 			return nil, fmt.Errorf("sweep %s: %w", p, err)
 		}
 		label := fmt.Sprintf("sweep %d/%d %s", i+1, len(points), p)
-		row, err := measurePoint(ctx, ds, search, o.Mode, o.Limit, label, o.Progress)
+		row, err := measurePoint(ctx, ds, search, o.Mode, o.Limit, label, o.Progress, o.peer)
 		if err != nil {
 			return nil, fmt.Errorf("sweep %s: %w", p, err)
 		}
@@ -253,7 +258,14 @@ func RunSweep(ctx context.Context, ds *Dataset, at PointSearch, o SweepOptions) 
 		row.Default = p.Equal(def)
 		res.Rows = append(res.Rows, row)
 	}
-	slices.SortStableFunc(res.Rows, func(a, b SweepRow) int { return cmp.Compare(b.NDCG10, a.NDCG10) })
+	// Best first; among equal scores the default first, so a tie is no
+	// reason to move off the default.
+	slices.SortStableFunc(res.Rows, func(a, b SweepRow) int {
+		if c := cmp.Compare(b.NDCG10, a.NDCG10); c != 0 {
+			return c
+		}
+		return cmp.Compare(boolInt(b.Default), boolInt(a.Default))
+	})
 	for i, r := range res.Rows {
 		if r.Default {
 			res.Default = i
@@ -283,12 +295,19 @@ func sweepDefault(like Point, def Point) (Point, error) {
 	return out, nil
 }
 
-func measurePoint(ctx context.Context, ds *Dataset, search SearchFunc, mode string, limit int, label string, progressOut io.Writer) (SweepRow, error) {
-	res, err := RunRelevance(ctx, ds, search, RelevanceOptions{Modes: []string{mode}, Depth: limit, Progress: progressOut, Label: label})
+func measurePoint(ctx context.Context, ds *Dataset, search SearchFunc, mode string, limit int, label string, progressOut io.Writer, peer bool) (SweepRow, error) {
+	o := RelevanceOptions{Modes: []string{mode}, Depth: limit, Progress: progressOut, Label: label}
+	if peer {
+		o.Peers = o.Modes
+	}
+	res, err := RunRelevance(ctx, ds, search, o)
 	if err != nil {
 		return SweepRow{}, err
 	}
 	s := res.Summaries[0]
+	if s.Failed != "" {
+		return SweepRow{}, errors.New(s.Failed)
+	}
 	row := SweepRow{NDCG10: s.NDCG10, MRR10: s.MRR10, P50: s.P50, P99: s.P99, PerQuery: make([]float64, len(ds.Queries))}
 	for i, q := range ds.Queries {
 		row.PerQuery[i] = res.PerQuery[i].NDCG10[mode]

@@ -2,6 +2,7 @@ package index
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"unicode"
 	"unicode/utf8"
@@ -22,9 +23,10 @@ import (
 const (
 	// AnalyzerName is the analyzer of every scored text field: the code
 	// tokenizer, then Bleve's English possessive filter, the identifier
-	// splitter, lower-casing, Bleve's English stop words and the Porter
-	// stemmer (the chain of Bleve's "en" analyzer with identifier handling
-	// added).
+	// splitter, lower-casing and the Porter stemmer (the chain of Bleve's
+	// "en" analyzer with identifier handling added and without its stop
+	// words: "if", "not", "in", "for", "or" are code, and BM25's idf already
+	// gives common words little weight; see doc.go).
 	AnalyzerName = "hindsight_code_en"
 	// TokenizerName is the code tokenizer (see codeTokenizer).
 	TokenizerName = "hindsight_code"
@@ -87,6 +89,60 @@ func mustRegister(err error) {
 	}
 }
 
+// Analyzer is the index's analysis (AnalyzerName) for use outside an
+// index: another index that must match this one's terms (a Weaviate text
+// index, say) indexes what Terms returns. It is safe for concurrent use.
+type Analyzer struct {
+	a analysis.Analyzer
+}
+
+// NewAnalyzer returns an Analyzer. Reuse it: it memoises stems.
+func NewAnalyzer() (*Analyzer, error) {
+	a, err := newAnalyzer()
+	if err != nil {
+		return nil, fmt.Errorf("index: analyzer: %w", err)
+	}
+	return &Analyzer{a: a}, nil
+}
+
+// Terms returns the terms the index stores for text, in order: every token
+// the analyzer emits, compounds and identifiers whole and then their
+// parts. (A query of plain words looks up the same terms except the whole
+// compounds: see parseQuery.)
+func (a *Analyzer) Terms(text string) []string {
+	tokens := a.a.Analyze([]byte(text))
+	out := make([]string, len(tokens))
+	for i, tok := range tokens {
+		out[i] = string(tok.Term)
+	}
+	return out
+}
+
+// QueryTerms returns the distinct terms a query of plain words looks up
+// for text, in order: Terms without the whole compounds, whose parts are
+// looked up instead (see parseQuery). Each scores by BM25 once.
+func (a *Analyzer) QueryTerms(text string) []string {
+	var out []string
+	for _, tok := range a.a.Analyze([]byte(text)) {
+		if tok.Type == compoundToken {
+			continue
+		}
+		if t := string(tok.Term); !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Analyze is NewAnalyzer().Terms(text), for a one-off call.
+func Analyze(text string) ([]string, error) {
+	a, err := NewAnalyzer()
+	if err != nil {
+		return nil, err
+	}
+	return a.Terms(text), nil
+}
+
 // buildAnalyzer assembles the analyzer from registered components, so the
 // English filters are exactly Bleve's.
 func buildAnalyzer(cache *registry.Cache) (analysis.Analyzer, error) {
@@ -95,7 +151,7 @@ func buildAnalyzer(cache *registry.Cache) (analysis.Analyzer, error) {
 		return nil, err
 	}
 	var filters []analysis.TokenFilter
-	for _, name := range []string{en.PossessiveName, IdentSplitFilterName, lowercase.Name, en.StopName, StemFilterName} {
+	for _, name := range []string{en.PossessiveName, IdentSplitFilterName, lowercase.Name, StemFilterName} {
 		f, err := cache.TokenFilterNamed(name)
 		if err != nil {
 			return nil, fmt.Errorf("token filter %s: %w", name, err)

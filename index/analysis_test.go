@@ -44,16 +44,16 @@ func TestAnalyzerIdentifierSplitting(t *testing.T) {
 		{"base64Encode", "base64encod@1 base64@1 encod@2"},
 		{"utf8 sha256 v2", "utf8@1 sha256@2 v2@3"},
 		{"__init__", "__init__@1 init@1"},
-		{"a _ __ b", "b@4"},
+		{"a _ __ b", "a@1 b@4"},
 		{"std::vector", "std::vector@1 std@1 vector@2"},
 		// numbers are not split at their decimal point
 		{"3.14 v1.2.3", "3.14@1 v1.2.3@2"},
 		// stop words inside identifiers are dropped, the whole token stays
-		{"get_the_value", "get_the_valu@1 get@1 valu@3"},
+		{"get_the_value", "get_the_valu@1 get@1 the@2 valu@3"},
 		// English: possessive, lower case, stop words, Porter stems
-		{"The Runner's running quickly", "runner@2 run@3 quickli@4"},
+		{"The Runner's running quickly", "the@1 runner@2 run@3 quickli@4"},
 		// punctuation that is not a connector separates
-		{"foo(bar) a+b", "foo@1 bar@2 b@4"},
+		{"foo(bar) a+b", "foo@1 bar@2 a@3 b@4"},
 		// a connector run longer than three characters does not join
 		{"foo----bar", "foo@1 bar@2"},
 		// non-Latin scripts pass through
@@ -130,5 +130,32 @@ func TestStemFilterMatchesPorter(t *testing.T) {
 	}
 	if len(memo.memo) != len(words) {
 		t.Errorf("memo holds %d stems, want %d", len(memo.memo), len(words))
+	}
+}
+
+func TestAnalyzeMatchesIndexTerms(t *testing.T) {
+	got, err := Analyze("The parseConfigFile in src/a.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"the", "parseconfigfil", "pars", "config", "file", "in", "src/a.go", "src", "a.go", "a", "go"}
+	if !slices.Equal(got, want) {
+		t.Errorf("Analyze = %q, want %q", got, want)
+	}
+}
+
+func TestQueryTermsMatchParseQuery(t *testing.T) {
+	a, err := NewAnalyzer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{"The parseConfigFile in src/a.go", "IL-6 levels and IL-6 receptors", "parse-config-file config"} {
+		pq, err := parseQuery(a.a, text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := a.QueryTerms(text); !slices.Equal(got, pq.Terms) {
+			t.Errorf("QueryTerms(%q) = %q, parseQuery's terms %q", text, got, pq.Terms)
+		}
 	}
 }

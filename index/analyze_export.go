@@ -4,34 +4,10 @@ import (
 	"github.com/blevesearch/bleve/v2/analysis"
 )
 
-// Analyzer gives a full-text index kept outside this package (the Weaviate
-// text index) the analysis, query parsing and snippets of this one, so that
-// both modes tokenize, stem, parse and mark text the same way: whatever this
-// package's analyzer becomes, the other mode follows. It is safe for
-// concurrent use.
-type Analyzer struct {
-	a analysis.Analyzer
-}
-
-// NewAnalyzer returns the analyzer of the scored text fields (AnalyzerName).
-func NewAnalyzer() (*Analyzer, error) {
-	a, err := newAnalyzer()
-	if err != nil {
-		return nil, err
-	}
-	return &Analyzer{a: a}, nil
-}
-
-// Terms returns the terms the index makes of text, in token order; tokens
-// sharing a position (an identifier and its parts) each appear.
-func (a *Analyzer) Terms(text string) []string {
-	toks := a.a.Analyze([]byte(text))
-	out := make([]string, len(toks))
-	for i, t := range toks {
-		out[i] = string(t.Term)
-	}
-	return out
-}
+// The methods below give a full-text index kept outside this package (the
+// Weaviate text index) the query parsing, phrase checks and snippets of this
+// one, so both modes parse and mark text the same way (the Analyzer type and
+// its Terms are in analysis.go).
 
 // ParsedQuery is a query text as Search reads it (see Query.Text).
 type ParsedQuery struct {

@@ -1,6 +1,7 @@
-// Package index is Hindsight's full-text index: Bleve (v2.5.7, scorch) with
-// BM25 scoring, an English analyzer that also splits identifiers, per-user
-// filtered search over sessions or their message chunks, and snippets.
+// Package index is Hindsight's full-text index: Bleve (v2.5.7, scorch)
+// storage with textbook BM25 scoring of its own, an English analyzer that
+// also splits identifiers, per-user filtered search over sessions or their
+// message chunks, and snippets.
 //
 // It knows nothing of the rest of the project: it takes plain ids and
 // strings, and the index it keeps is derived data that kv can rebuild.
@@ -26,54 +27,90 @@
 // Scored text goes through AnalyzerName: Bleve's Unicode tokenizer, wrapped
 // to also emit connector-joined compounds whole (codeTokenizer); Bleve's
 // English possessive filter; identifier splitting (identSplitFilter);
-// lower-casing; Bleve's English stop words; Porter stemming (memoised). So
-// parseConfigFile, parse_config_file, parse-config-file, config.parse.file,
+// lower-casing; Porter stemming (memoised). So parseConfigFile,
+// parse_config_file, parse-config-file, config.parse.file,
 // src/parse/config_file.go and the words "parse config file" share the terms
-// pars, config and file, while the whole identifier is a term too and an
-// exact search ranks the exact spelling first. Sub-words take consecutive
-// positions after the whole token's, so phrase queries match across
-// spellings. The components are registered with Bleve once, in init; a
-// stored index mapping refers to them by name.
+// pars, config and file, while the whole identifier is a term too. Sub-words
+// take consecutive positions after the whole token's, so phrase queries
+// match across spellings. The components are registered with Bleve once, in
+// init; a stored index mapping refers to them by name. Analyzer (and
+// Analyze) give the analyzer's terms for a text to code outside the index.
+//
+// There are no stop words: "if", "not", "in", "for", "or" are code, and
+// BM25's idf already gives words found everywhere almost no weight. Bleve's
+// English stop list cost 0.010 nDCG@10 on CoSQA dev (0.385 with it, 0.395
+// without) and nothing measurable on SciFact train (0.706, 0.705). A query
+// of common words only is now a query, not ErrBadQuery.
 //
 // Query text is not Bleve syntax: see Query.Text, MaxQueryBytes and
 // MaxQueryTerms.
 //
 // # Scoring
 //
-// The index mappings set ScoringModel "bm25", Bleve's BM25 (k1 1.2, b 0.75:
-// Bleve package variables, left alone because they are process-global).
-// Bleve derives the average document length from the per-segment sizes of
-// the field's dictionary, so scores shift slightly as segments merge
-// (Recall@100 on SciFact moves by ±0.001 between runs; nDCG@10 does not).
-// Bleve's variant takes sqrt(tf), weights each query term by idf·queryNorm
-// on top of its BM25 idf, and multiplies a disjunction by the fraction of
-// its terms that matched. Rescaling the query terms to textbook BM25 (boost
-// 1/idf) measured worse on both datasets below (SciFact 0.662, CoSQA
-// 0.368), so Bleve's variant is kept.
+// Scoring is textbook BM25 (scoring.go; Robertson's, as Lucene and SQLite
+// FTS5 compute it): per distinct query term, idf = ln(1 + (N − df + 0.5) /
+// (df + 0.5)) times tf·(k1+1) / (tf + k1·(1 − b + b·|d|/avgdl)), k1 1.2,
+// b 0.75, summed; no query norm, no coordination factor. |d| is the number
+// of tokens the analyzer emitted for the document; avgdl their mean over the
+// live documents, summed per segment from a keyword field holding each
+// document's length (fieldLength) and cached until the segment changes.
+// Every term's contribution is below idf·(k1+1): the bound dynamic pruning
+// (MaxScore, WAND) needs.
+//
+// It replaced Bleve's BM25 variant, which takes sqrt(tf), weights each term
+// by idf twice (its BM25 idf times idf·queryNorm), multiplies a disjunction
+// by the share of terms matched, and divides lengths by an "average" that is
+// the field's dictionary size per document: 18 on SciFact train, whose mean
+// document is 181 tokens, so length normalisation was about ten times too
+// strong and moved as segments merged. Measured with relevance_test.go
+// (nDCG@10, SciFact train / CoSQA dev; SQLite FTS5 reads 0.7009 / 0.3885):
+//
+//	Bleve's variant (before)                               0.6861 / 0.3803
+//	textbook BM25, true avgdl                              0.6979 / 0.3852
+//	  same with sqrt(tf)                                   0.6860 / 0.3796
+//	  lengths in positions (a word once) instead of tokens 0.6969 / 0.3816
+//	+ query compounds scored by their parts only           0.7059 / 0.3852
+//	+ no stop words (the default)                          0.7051 / 0.3953
+//
+// k1 and b are the textbook values, not fitted: a grid measured with the
+// first step's analysis gave (k1, b) = (0.9, 0.4) 0.6991 / 0.3611, (1.2, 0.5)
+// 0.6989 / 0.3738, (1.5, 0.75) 0.6958 / 0.3875, (1.2, 0.9) 0.6962 / 0.3882
+// against 0.6979 / 0.3852 for (1.2, 0.75): no setting is better on both.
+//
+// A compound in a query (IL-6, parse-config-file, src/index/words.go) is
+// looked up by its parts only: the whole would count the same evidence a
+// second time, as a rare term (SciFact 0.698 with it, 0.706 without; CoSQA
+// has none). A quoted phrase still asks for the exact spelling.
 //
 // The title is folded into the one scored field, written DefaultTitleBoost
-// times before the body: one field measured at nDCG@10 0.680 on
-// SciFact train against 0.581 for a separate title^2 clause. Title
-// repetition measured, on SciFact train: once 0.683, twice 0.686, three
-// times 0.688; twice is the default, taking most of the gain without
-// leaning further on one dataset (CoSQA has no titles).
+// times before the body: one field measured at nDCG@10 0.680 on SciFact
+// train against 0.581 for a separate title^2 clause (Bleve's scoring). With
+// BM25 and the final analysis the title written once reads 0.7014, twice
+// 0.7051, three times 0.7087 on SciFact (CoSQA has no titles); twice stays
+// the default, as before, rather than leaning further on one dataset.
 //
-// Bleve has no dynamic pruning (WAND, MaxScore): a disjunction costs the
-// sum of its posting lists. When a query mixes words found in more than a
-// tenth of the documents with rarer ones, a document must also contain a
-// rarer one (a zero-boost clause, so scores do not change; wordsQuery in
-// query.go).
+// Every query is evaluated by words.go on the scorch segments: plain words
+// directly; quoted phrases and exclusions first find their documents with
+// Bleve's searchers (unscored, same snapshot), which then only restrict the
+// candidates, and the phrase words are scored like the others.
+// TestSearchMatchesReference pins the definition: Search must return the
+// documents and scores an exhaustive reference scorer computes over every
+// document.
+//
+// A disjunction costs the sum of its posting lists, so when a query mixes
+// words found in more than a tenth of the documents with rarer ones, a
+// document must also contain a rarer one (wordsPlan; measured on SciFact
+// and CoSQA: nDCG@10 and Recall@100 unchanged).
 //
 // Measured with relevance_test.go (HINDSIGHT_RELEVANCE=1), Kind Sessions,
 // limit 100, defaults:
 //
-//	SciFact train  nDCG@10 0.686  Recall@100 0.928  MRR@10 0.654
-//	CoSQA dev      nDCG@10 0.380  Recall@100 0.834  MRR@10 0.324
+//	SciFact train  nDCG@10 0.7051  Recall@100 0.9266  MRR@10 0.6772
+//	CoSQA dev      nDCG@10 0.3953  Recall@100 0.8180  MRR@10 0.3435
 //
-// Without identifier handling (Bleve's "en" analyzer) CoSQA reads 0.335;
-// without the whole compound tokens (parse-config-file) SciFact reads 0.691
-// and CoSQA 0.377: they stay, for exact matches of kebab-case names and
-// paths.
+// Without identifier handling (Bleve's "en" analyzer) CoSQA read 0.335
+// against 0.380 (Bleve's scoring); the whole compound tokens stay in the
+// index, for exact phrase matches of kebab-case names and paths.
 //
 // # Two indexes
 //
@@ -111,21 +148,20 @@
 // that has all of their words. Explain re-analyses the stored text of the
 // hits it returns (a few milliseconds for 20 long sessions).
 //
-// Queries of plain words (no phrase, no exclusion), the common case, do not
-// go through Bleve's searchers: searchWords reads the segments of the scorch
+// Queries do not go through Bleve's searchers (but for the phrase and
+// exclusion filters): searchWords reads the segments of the scorch
 // snapshot directly, intersects each word's posting bitmap with the user's
-// documents (and with the selective words' documents, per the plan above),
-// decodes only those postings and sums scores term at a time into an array.
-// It computes Bleve's scores exactly, summed in Bleve's order, and breaks
-// ties as Bleve's collector does, so results are identical
-// (TestSearchWordsMatchesBleve checks that on every run, and is what a Bleve
-// upgrade that changes scoring would fail); it spends about 2.6 times less
-// CPU than Bleve's per-posting searcher, scorer and collector. A posting of
-// a query word still costs about 20 ns whether the user owns it or not
-// (zap cannot jump within a block), so latency grows with all users' postings
-// of the query words. An index that is not scorch falls back to Bleve.
+// documents (and with the selective words' documents, per the plan above,
+// and the phrase filter), decodes only those postings and sums scores term
+// at a time into an array; it spends about 2.6 times less CPU than Bleve's
+// per-posting searcher, scorer and collector did. A posting of a query word
+// still costs about 20 ns whether the user owns it or not (zap cannot jump
+// within a block), so latency grows with all users' postings of the query
+// words.
 //
-// Put analyses and builds the two batches concurrently. Its cost is Bleve's
+// Put analyses the documents on every core (analysis happens when the
+// documents are built, so that their length is known for fieldLength) and
+// writes the two batches concurrently. Its cost is Bleve's
 // (segment building, analysis, background merges) and grows with the text:
 // chunk documents about double it, term vectors add about a fifth,
 // identifier handling about a quarter. Use batches of 200-1000 sessions

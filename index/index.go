@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,7 +50,8 @@ const (
 
 // formatVersion changes whenever documents, mapping or analysis change in a
 // way that needs a rebuild.
-const formatVersion = 1
+// Version 2: BM25 lengths in words and the length field (scoring.go).
+const formatVersion = 2
 
 // metaKey is the Bleve internal key (in the sessions index) that records the
 // format and the settings the index was built with.
@@ -124,10 +126,12 @@ func (o Options) titleRepeat() (int, error) {
 type Index struct {
 	sessions bleve.Index
 	chunks   bleve.Index
-	analyzer analysis.Analyzer
-	repeat   int        // times the title is written into the scored text
-	text     TextSource // nil: text is stored in the documents
-	log      zerolog.Logger
+	// Length totals of each index's segments, for BM25's average length.
+	sessionLengths, chunkLengths lengthCache
+	analyzer                     analysis.Analyzer
+	repeat                       int        // times the title is written into the scored text
+	text                         TextSource // nil: text is stored in the documents
+	log                          zerolog.Logger
 
 	wmu    sync.Mutex // serialises Put, Delete and Close
 	closed atomic.Bool
@@ -154,11 +158,11 @@ func Open(dir string, opts Options) (*Index, error) {
 		sessionStored, chunkStored = nil, nil
 	}
 	var created bool
-	ix.sessions, created, err = openOrCreate(filepath.Join(dir, "sessions.bleve"), newMapping([]string{fieldUser}, sessionStored))
+	ix.sessions, created, err = openOrCreate(filepath.Join(dir, "sessions.bleve"), newMapping([]string{fieldUser, fieldLength}, sessionStored))
 	if err != nil {
 		return nil, err
 	}
-	ix.chunks, _, err = openOrCreate(filepath.Join(dir, "chunks.bleve"), newMapping([]string{fieldUser, fieldSession}, chunkStored))
+	ix.chunks, _, err = openOrCreate(filepath.Join(dir, "chunks.bleve"), newMapping([]string{fieldUser, fieldSession, fieldLength}, chunkStored))
 	if err != nil {
 		_ = ix.sessions.Close()
 		return nil, err
@@ -377,20 +381,52 @@ func (ix *Index) put(ctx context.Context, sessions []Session, withSessions, with
 	if withChunks {
 		cb = ix.chunks.NewBatch()
 	}
+	// Analysis (in building the documents, see analyzedText) is most of a
+	// Put's CPU: it runs on every core, as Bleve's batch would run it.
+	type built struct {
+		session *document.Document
+		chunks  []*document.Document
+	}
+	docs := make([]built, len(keys))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(keys)) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(keys) || ctx.Err() != nil {
+					return
+				}
+				k := keys[i]
+				s := sessions[latest[k]]
+				if withSessions {
+					docs[i].session = ix.sessionDoc(k, s)
+				}
+				if withChunks {
+					docs[i].chunks = make([]*document.Document, len(s.Chunks))
+					for j, c := range s.Chunks {
+						docs[i].chunks[j] = chunkDoc(k, s.UserID, c, ix.analyzer, ix.text == nil)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	nChunks := 0
-	for _, k := range keys {
-		s := sessions[latest[k]]
+	for i, k := range keys {
 		if withSessions {
-			if err := sb.IndexAdvanced(ix.sessionDoc(k, s)); err != nil {
+			if err := sb.IndexAdvanced(docs[i].session); err != nil {
 				return fmt.Errorf("index: put: %w", err)
 			}
 		}
 		if !withChunks {
 			continue
 		}
-		fresh := make(map[string]struct{}, len(s.Chunks))
-		for _, c := range s.Chunks {
-			d := chunkDoc(k, s.UserID, c, ix.analyzer, ix.text == nil)
+		fresh := make(map[string]struct{}, len(docs[i].chunks))
+		for _, d := range docs[i].chunks {
 			fresh[d.ID()] = struct{}{}
 			if err := cb.IndexAdvanced(d); err != nil {
 				return fmt.Errorf("index: put: %w", err)
@@ -431,25 +467,16 @@ func validate(s Session) error {
 	return nil
 }
 
-// sessionDoc builds the session document. The scored text is the title
-// (ix.repeat times) followed by the body, in one field: BM25 then sees one
-// length and one term frequency per term, which is what measured best.
+// sessionDoc builds the session document. The scored text is sessionText:
+// BM25 then sees one length and one term frequency per term, which is what
+// measured best.
 func (ix *Index) sessionDoc(key string, s Session) *document.Document {
-	text := s.Body
-	if s.Title != "" {
-		var b strings.Builder
-		b.Grow(ix.repeat*(len(s.Title)+1) + 1 + len(s.Body))
-		for range ix.repeat {
-			b.WriteString(s.Title)
-			b.WriteByte('\n')
-		}
-		b.WriteByte('\n')
-		b.WriteString(s.Body)
-		text = b.String()
-	}
+	text := sessionText(s, ix.repeat)
 	d := document.NewDocument(key)
 	d.AddField(document.NewTextFieldCustom(fieldUser, nil, []byte(s.UserID), keywordOpts, nil))
-	d.AddField(document.NewTextFieldCustom(fieldText, nil, []byte(text), textOpts, ix.analyzer))
+	scored := newAnalyzedText(fieldText, []byte(text), ix.analyzer)
+	d.AddField(scored)
+	d.AddField(lengthField(scored.length))
 	if ix.text == nil {
 		d.AddField(document.NewTextFieldCustom(fieldTitle, nil, []byte(s.Title), storedOpts, nil))
 		d.AddField(document.NewTextFieldCustom(fieldBody, nil, []byte(s.Body), storedOpts, nil))
@@ -457,12 +484,31 @@ func (ix *Index) sessionDoc(key string, s Session) *document.Document {
 	return d
 }
 
+// sessionText is the scored text of a session document: the title repeat
+// times, then the body.
+func sessionText(s Session, repeat int) string {
+	if s.Title == "" {
+		return s.Body
+	}
+	var b strings.Builder
+	b.Grow(repeat*(len(s.Title)+1) + 1 + len(s.Body))
+	for range repeat {
+		b.WriteString(s.Title)
+		b.WriteByte('\n')
+	}
+	b.WriteByte('\n')
+	b.WriteString(s.Body)
+	return b.String()
+}
+
 // chunkDoc builds a chunk document, with its text stored when stored is set.
 func chunkDoc(key, userID string, c Chunk, a analysis.Analyzer, stored bool) *document.Document {
 	d := document.NewDocument(chunkID(key, c.Ordinal))
 	d.AddField(document.NewTextFieldCustom(fieldUser, nil, []byte(userID), keywordOpts, nil))
 	d.AddField(document.NewTextFieldCustom(fieldSession, nil, []byte(key), keywordOpts, nil))
-	d.AddField(document.NewTextFieldCustom(fieldText, nil, []byte(c.Text), textOpts, a))
+	scored := newAnalyzedText(fieldText, []byte(c.Text), a)
+	d.AddField(scored)
+	d.AddField(lengthField(scored.length))
 	if stored {
 		d.AddField(document.NewTextFieldCustom(fieldBody, nil, []byte(c.Text), storedOpts, nil))
 	}

@@ -9,7 +9,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/blevesearch/bleve/v2"
-	"github.com/blevesearch/bleve/v2/search/query"
 )
 
 // Kind selects which documents a query searches.
@@ -106,20 +105,14 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 		return nil, err
 	}
 	start := time.Now()
-	var docs []docHit
-	var total uint64
-	done := false
-	stored := q.Explain && ix.text == nil // load the hits' stored text
-	if len(pq.Phrases) == 0 && len(pq.Exclude) == 0 {
-		docs, total, done, err = searchWords(ctx, idx, q.UserID, pq.Terms, limit, stored, 0)
-		if err != nil {
-			return nil, ix.searchErr(ctx, q.Kind, err)
-		}
+	lengths := &ix.sessionLengths
+	if q.Kind == Chunks {
+		lengths = &ix.chunkLengths
 	}
-	if !done {
-		if docs, total, err = searchBleve(ctx, idx, q.UserID, pq, limit, stored); err != nil {
-			return nil, ix.searchErr(ctx, q.Kind, err)
-		}
+	stored := q.Explain && ix.text == nil // load the hits' stored text
+	docs, total, err := searchWords(ctx, idx, lengths, q.UserID, pq, limit, stored, 0)
+	if err != nil {
+		return nil, ix.searchErr(ctx, q.Kind, err)
 	}
 	var terms map[string]struct{}
 	var texts map[string]Session // with a TextSource: the hits' sessions
@@ -228,41 +221,6 @@ type docHit struct {
 	title, body string
 }
 
-// searchBleve runs the query through Bleve's searchers: the general path,
-// for phrases and exclusions (and whenever searchWords declines). Its
-// results define what searchWords must return.
-func searchBleve(ctx context.Context, idx bleve.Index, userID string, pq parsedQuery, limit int, explain bool) ([]docHit, uint64, error) {
-	var plan wordsPlan
-	if len(pq.Phrases) == 0 {
-		var err error
-		if plan, err = planWords(ctx, idx, pq.Terms); err != nil {
-			return nil, 0, err
-		}
-	}
-	// The user clause has boost 0: it restricts the result set without
-	// adding to the score or to the query norm. A conjunction (rather than a
-	// post-filter) lets Bleve skip through whichever posting list is shorter.
-	user := termQuery(fieldUser, userID)
-	user.SetBoost(0)
-	req := bleve.NewSearchRequestOptions(query.NewConjunctionQuery([]query.Query{user, pq.textQuery(fieldText, plan)}), limit, 0, false)
-	if explain {
-		req.Fields = []string{fieldTitle, fieldBody}
-	}
-	res, err := idx.SearchInContext(ctx, req)
-	if err != nil {
-		return nil, 0, err
-	}
-	docs := make([]docHit, len(res.Hits))
-	for i, h := range res.Hits {
-		docs[i] = docHit{id: h.ID, score: h.Score}
-		if explain {
-			docs[i].title, _ = h.Fields[fieldTitle].(string)
-			docs[i].body, _ = h.Fields[fieldBody].(string)
-		}
-	}
-	return docs, res.Total, nil
-}
-
 func (ix *Index) searchErr(ctx context.Context, kind Kind, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return ctxErr
@@ -288,51 +246,14 @@ type wordsPlan struct {
 	selective map[string]bool // non-nil: a document must contain one of these terms
 }
 
-// planWords looks up the document frequency of each term and, when the
-// terms mix frequent ones (in more than frequentTermShare of idx's
-// documents) and selective ones (present, but not frequent), requires a
-// selective one. Frequencies are over all users, like the BM25 statistics.
-// It reads its own snapshot of the index; a concurrent write can only
-// change the plan, never which user's documents can match. searchWords
-// takes the same decision (planFromFrequencies) from the posting lists it
-// opens anyway, so its plan costs no look-up.
-//
-// Queries whose words are all frequent get no plan: requiring all of them
-// was measured, and intersecting lists that each cover most of the index
-// costs as much as scoring their union.
-func planWords(ctx context.Context, idx bleve.Index, terms []string) (wordsPlan, error) {
-	if len(terms) < 2 {
-		return wordsPlan{}, nil
-	}
-	adv, err := idx.Advanced()
-	if err != nil {
-		return wordsPlan{}, err
-	}
-	r, err := adv.Reader()
-	if err != nil {
-		return wordsPlan{}, err
-	}
-	defer r.Close()
-	n, err := r.DocCount()
-	if err != nil || n < minDocsForFrequent {
-		return wordsPlan{}, err
-	}
-	dfs := make([]uint64, len(terms))
-	for i, t := range terms {
-		tfr, err := r.TermFieldReader(ctx, []byte(t), fieldText, false, false, false)
-		if err != nil {
-			return wordsPlan{}, err
-		}
-		dfs[i] = tfr.Count()
-		if err := tfr.Close(); err != nil {
-			return wordsPlan{}, err
-		}
-	}
-	return planFromFrequencies(n, terms, dfs), nil
-}
-
-// planFromFrequencies is planWords' decision, given the number of
-// documents n and each term's document frequency.
+// planFromFrequencies decides the plan from the number of documents n
+// and each plain word's document frequency (over all users, like the BM25
+// statistics): when the words mix frequent ones (in more than
+// frequentTermShare of the documents) and selective ones (present, but not
+// frequent), a document must hold a selective one. Queries whose words are
+// all frequent get no plan: requiring all of them was measured, and
+// intersecting lists that each cover most of the index costs as much as
+// scoring their union.
 func planFromFrequencies(n uint64, terms []string, dfs []uint64) wordsPlan {
 	if len(terms) < 2 || n < minDocsForFrequent {
 		return wordsPlan{}

@@ -8,10 +8,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"reflect"
 	"runtime/pprof"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -21,8 +19,7 @@ import (
 
 // TestSearchPerf times Search (Kind Sessions, limit 20, no Explain) on the
 // corpus and query mix of `hindsight bench load`, per query type, next to
-// the Bleve query alone (searchBleve, what Search ran before searchWords),
-// and checks that the two return the same hits. It is a measurement tool,
+// It is a measurement tool,
 // skipped unless HINDSIGHT_SEARCHPERF_DIR is set, and asserts nothing about
 // time. It reports wall-clock percentiles and the process CPU time per
 // query (steadier on a shared machine), and the queries with the highest
@@ -32,7 +29,6 @@ import (
 //	HINDSIGHT_SEARCHPERF_SESSIONS     sessions (default 100000)
 //	HINDSIGHT_SEARCHPERF_ROUNDS       passes over the queries (default 5)
 //	HINDSIGHT_SEARCHPERF_QUERIES      queries per pass (default 300, like the load bench)
-//	HINDSIGHT_SEARCHPERF_SEARCH_ONLY  set: time Search alone
 //	HINDSIGHT_SEARCHPERF_CPUPROFILE   write a CPU profile of the timed passes here
 //
 //	HINDSIGHT_SEARCHPERF_DIR=/tmp/sp go test ./index/ -run SearchPerf -v -timeout 2h
@@ -76,50 +72,26 @@ func TestSearchPerf(t *testing.T) {
 		lat []time.Duration
 		cpu time.Duration
 	}
-	// Each query runs once through Search and once through the Bleve
-	// query alone (searchBleve), alternately, so that both see the same
-	// machine load; the two must return the same documents and scores.
-	paths := []string{"search", "bleve"}
-	if os.Getenv("HINDSIGHT_SEARCHPERF_SEARCH_ONLY") != "" {
-		paths = paths[:1]
-	}
+	paths := []string{"search"}
 	perText := map[string][]time.Duration{} // query text -> Search times
 	byKind := map[string]*stats{}
-	var mismatches int
 	for r := 0; r < rounds; r++ {
 		for i, q := range queries {
 			sq := Query{UserID: c.users[i%len(c.users)], Text: q.text, Limit: 20}
-			var results [2][]Hit
-			for k, path := range paths {
-				if r%2 == 1 && len(paths) == 2 {
-					k = 1 - k // alternate which path runs first
-					path = paths[k]
-				}
-				t0, c0 := time.Now(), cpuTime()
-				hits, err := searchperfRun(ctx, c.ix, sq, path == "bleve")
-				if err != nil {
-					t.Fatalf("%q: %v", q.text, err)
-				}
-				wall, cpu := time.Since(t0), cpuTime()-c0
-				results[k] = hits
-				if path == "search" {
-					perText[q.text] = append(perText[q.text], wall)
-				}
-				for _, key := range []string{path + "/" + q.kind, path + "/all"} {
-					s := byKind[key]
-					if s == nil {
-						s = &stats{}
-						byKind[key] = s
-					}
-					s.lat = append(s.lat, wall)
-					s.cpu += cpu
-				}
+			t0, c0 := time.Now(), cpuTime()
+			if _, err := c.ix.Search(ctx, sq); err != nil {
+				t.Fatalf("%q: %v", q.text, err)
 			}
-			if r == 0 && len(paths) == 2 && !reflect.DeepEqual(results[0], results[1]) {
-				mismatches++
-				if mismatches <= 5 {
-					t.Errorf("%q (user %d): Search and the Bleve query differ:\n%v\n%v", q.text, i%len(c.users), results[0], results[1])
+			wall, cpu := time.Since(t0), cpuTime()-c0
+			perText[q.text] = append(perText[q.text], wall)
+			for _, key := range []string{"search/" + q.kind, "search/all"} {
+				s := byKind[key]
+				if s == nil {
+					s = &stats{}
+					byKind[key] = s
 				}
+				s.lat = append(s.lat, wall)
+				s.cpu += cpu
 			}
 		}
 	}
@@ -151,34 +123,6 @@ func TestSearchPerf(t *testing.T) {
 			}
 		}
 	}
-}
-
-// searchperfRun runs q through Search, or with viaBleve through the Bleve
-// query alone, and returns the hits as Search would.
-func searchperfRun(ctx context.Context, ix *Index, q Query, viaBleve bool) ([]Hit, error) {
-	if !viaBleve {
-		return ix.Search(ctx, q)
-	}
-	pq, err := parseQuery(ix.analyzer, q.Text)
-	if err != nil {
-		return nil, err
-	}
-	docs, _, err := searchBleve(ctx, ix.sessions, q.UserID, pq, q.Limit, false)
-	if err != nil {
-		return nil, err
-	}
-	hits := make([]Hit, len(docs))
-	for i, d := range docs {
-		_, id, _ := splitKey(d.id)
-		hits[i] = Hit{SessionID: id, Ordinal: -1, Score: d.score}
-	}
-	sort.SliceStable(hits, func(i, j int) bool {
-		if hits[i].Score != hits[j].Score {
-			return hits[i].Score > hits[j].Score
-		}
-		return hits[i].SessionID < hits[j].SessionID
-	})
-	return hits, nil
 }
 
 // searchperfQuery is one query of the load bench's mix.

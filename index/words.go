@@ -3,6 +3,8 @@ package index
 import (
 	"cmp"
 	"context"
+	"encoding/binary"
+	"fmt"
 	"math"
 	"runtime"
 	"slices"
@@ -14,53 +16,44 @@ import (
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	blevesearch "github.com/blevesearch/bleve/v2/search"
-	"github.com/blevesearch/bleve/v2/search/scorer"
+	"github.com/blevesearch/bleve/v2/search/query"
 	segment "github.com/blevesearch/scorch_segment_api/v2"
 
 	"github.com/hindsight-dev/hindsight/topk"
 )
 
-// searchWords evaluates a query of plain words (no phrase, no exclusion)
-// on the index's segments directly, and reports done=false, without
-// error, when it cannot (the index is not a scorch index); the caller then
-// runs the same query through Bleve.
+// searchWords evaluates a parsed query on the index's segments directly,
+// with the scoring function of scoring.go (textbook BM25). Plain words
+// are the common case; phrases and exclusions only narrow the candidates:
+// Bleve's searchers find the documents that hold every phrase (and those
+// that hold an excluded one) on the same snapshot (phraseFilter), and the
+// words and the phrases' words are then scored like plain words.
 //
-// It computes what searchBleve's query computes, score for score: Bleve's
-// BM25 variant with its statistics, the query norm, the coordination
-// factor, the same plan (planFromFrequencies), and sums in the order
-// Bleve's disjunction sums them (document frequency, ascending), so for up
-// to ten words the scores are equal bit for bit; it breaks ties the way
-// Bleve's collector does (index order). Above ten words Bleve switches to a
-// heap disjunction whose summation order follows the heap, so scores may
-// differ in the last bit and documents that close may swap.
-// TestSearchWordsMatchesBleve holds the two together.
+// Bleve's own scorer is not used: it takes sqrt(tf), weights each term by
+// idf twice (BM25 idf times idf·queryNorm), multiplies by a coordination
+// factor, and divides lengths by an "average" that is the number of
+// distinct terms per document (its field cardinality), about a tenth of
+// the true mean on SciFact; see doc.go for what each of these cost.
 //
-// What it saves is Bleve's per-posting machinery, which dominates when the
-// words are common (each costs the whole of its posting list): a searcher,
-// a scorer and a pooled match object per posting, a conjunction that
-// leapfrogs the user's posting list against the disjunction, and a
-// TermFieldReader that maps document numbers between segment and index on
-// every step. Instead it goes in steps: look up each word's posting list in
-// every segment (lookUpWords) and weigh the words (weigh); per segment,
-// intersect the user's documents with the plan's words into a candidate
-// bitmap (segmentCandidates); decode only the postings in it
-// (candidatePostings) and accumulate their scores (bm25) in an array
-// indexed by document number (scoreTasks); keep each worker's best in a
-// top-k heap and merge them (mergeTop); load the winners' ids (load).
-// Measured on the load bench's corpus (100,000 sessions, 4 users) this is
-// 2.6 times less CPU per query, and 2.6 times less on a single-user
-// synthetic corpus.
+// The evaluation goes in steps: look up each term's posting list in every
+// segment (lookUpWords) and weigh the terms (weigh); per segment,
+// intersect the user's documents with the plan's words and the phrase
+// filter into a candidate bitmap (segmentCandidates); decode only the
+// postings in it (candidatePostings) and accumulate their scores in an
+// array indexed by document number (scoreTasks); keep each worker's best
+// in a top-k heap and merge them (mergeTop); load the winners' ids (load).
+// Ties are broken by index order.
 //
 // workers is how many goroutines score it: 0 chooses (one for a small
 // query, else up to GOMAXPROCS); tests force more.
-func searchWords(ctx context.Context, idx bleve.Index, userID string, terms []string, limit int, explain bool, workers int) (docs []docHit, total uint64, done bool, err error) {
+func searchWords(ctx context.Context, idx bleve.Index, lengths *lengthCache, userID string, pq parsedQuery, limit int, explain bool, workers int) (docs []docHit, total uint64, err error) {
 	adv, err := idx.Advanced()
 	if err != nil {
-		return nil, 0, false, err
+		return nil, 0, err
 	}
 	r, err := adv.Reader()
 	if err != nil {
-		return nil, 0, false, err
+		return nil, 0, err
 	}
 	defer func() {
 		if cerr := r.Close(); cerr != nil && err == nil {
@@ -68,31 +61,40 @@ func searchWords(ctx context.Context, idx bleve.Index, userID string, terms []st
 		}
 	}()
 	snap, ok := r.(*scorch.IndexSnapshot)
-	if !ok || len(terms) == 0 {
-		return nil, 0, false, nil
+	if !ok {
+		return nil, 0, fmt.Errorf("index is %T, not a scorch index", r)
 	}
 	n, err := snap.DocCount()
-	if err != nil {
-		return nil, 0, false, err
+	if err != nil || n == 0 {
+		return nil, 0, err
 	}
-	if n == 0 {
-		return nil, 0, true, nil
-	}
+	terms := pq.scoredTerms()
 	ws, err := lookUpWords(snap.Segments(), userID, terms)
 	if err != nil {
-		return nil, 0, false, err
+		return nil, 0, err
 	}
-	if ws.cardinality == 0 { // no document has any term
-		return nil, 0, true, nil
+	var plan wordsPlan
+	if len(pq.Phrases) == 0 {
+		// The plan sees the plain words in query order, before weigh sorts
+		// them (they come first in terms).
+		dfs := make([]uint64, len(pq.Terms))
+		for j := range pq.Terms {
+			dfs[j] = ws.words[j].df
+		}
+		plan = planFromFrequencies(n, pq.Terms, dfs)
 	}
-	// The plan sees the words in query order, before weigh sorts them.
-	dfs := make([]uint64, len(ws.words))
-	for j, w := range ws.words {
-		dfs[j] = w.df
+	if ws.filter, err = phraseFilter(ctx, snap, idx, userID, pq); err != nil {
+		return nil, 0, err
 	}
-	plan := planFromFrequencies(n, terms, dfs)
-	ws.weigh(n)
+	avgdl, err := lengths.avgLength(ws.segs)
+	if err != nil {
+		return nil, 0, err
+	}
+	ws.weigh(n, avgdl)
 	tasks, work := ws.candidates(plan)
+	if len(tasks) == 0 {
+		return nil, 0, nil
+	}
 	if workers <= 0 {
 		workers = 1
 		if work >= parallelWork {
@@ -111,41 +113,36 @@ func searchWords(ctx context.Context, idx bleve.Index, userID string, terms []st
 	wg.Wait()
 	best, total, err := mergeTop(parts, limit)
 	if err != nil {
-		return nil, 0, false, err
+		return nil, 0, err
 	}
 	if docs, err = ws.load(best, explain); err != nil {
-		return nil, 0, false, err
+		return nil, 0, err
 	}
-	return docs, total, true, nil
+	return docs, total, nil
 }
 
 // wordSearch is what searchWords reads from one index snapshot.
 type wordSearch struct {
-	segs  []*scorch.SegmentSnapshot
-	users []segment.PostingsList // the user's documents, by segment
-	words []wordPostings
-	// cardinality is the sum of the text field's dictionary sizes over the
-	// segments, maxDocs the largest segment's document count.
-	cardinality  int
-	maxDocs      int
-	avgDocLength float64 // set by weigh
+	segs   []*scorch.SegmentSnapshot
+	users  []segment.PostingsList // the user's documents, by segment
+	words  []wordPostings
+	filter *docFilter // nil: no phrase or exclusion
+	// maxDocs is the largest segment's document count.
+	maxDocs int
+	avgdl   float64 // set by weigh
 }
 
-// wordPostings is one query word: its posting list in each segment and
-// its BM25 weights.
+// wordPostings is one query term: its posting list in each segment and
+// its idf.
 type wordPostings struct {
-	term        string
-	lists       []segment.PostingsList // by segment
-	df          uint64                 // document frequency over all segments
-	idf         float64
-	queryWeight float64 // idf times the query norm (the word's boost is 1)
+	term  string
+	lists []segment.PostingsList // by segment
+	df    uint64                 // document frequency over all segments
+	idf   float64
 }
 
 // lookUpWords opens, in every segment, the user's posting list and each
-// term's, and adds up the statistics BM25 needs. The sum of the dictionary
-// sizes is what snap.FieldCardinality computes, without the field
-// dictionary it builds (once per snapshot, about a millisecond at 100,000
-// sessions: every write makes one).
+// term's, and adds up the document frequencies.
 func lookUpWords(segs []*scorch.SegmentSnapshot, userID string, terms []string) (*wordSearch, error) {
 	ws := &wordSearch{segs: segs, users: make([]segment.PostingsList, len(segs)), words: make([]wordPostings, len(terms))}
 	for j, t := range terms {
@@ -164,7 +161,6 @@ func lookUpWords(segs []*scorch.SegmentSnapshot, userID string, terms []string) 
 		if err != nil {
 			return nil, err
 		}
-		ws.cardinality += td.Cardinality()
 		for j := range ws.words {
 			pl, err := td.PostingsList([]byte(ws.words[j].term), s.Deleted(), nil)
 			if err != nil {
@@ -177,25 +173,15 @@ func lookUpWords(segs []*scorch.SegmentSnapshot, userID string, terms []string) 
 	return ws, nil
 }
 
-// weigh sets Bleve's BM25 statistics (searcher.bm25ScoreMetrics) for an
-// index of n documents: the "average document length" is the field's
-// dictionary sizes summed over segments, per document. It orders the
-// words as Bleve's disjunction visits its term searchers, by document
-// frequency (a stable insertion sort for up to 12), because scores are
-// summed in that order: the same order keeps every score bit for bit.
-func (ws *wordSearch) weigh(n uint64) {
-	ws.avgDocLength = math.Ceil(float64(ws.cardinality) / float64(n))
+// weigh sets the BM25 statistics for an index of n documents with mean
+// length avgdl, and orders the terms by document frequency (rarest
+// first), the order their scores are summed in.
+func (ws *wordSearch) weigh(n uint64, avgdl float64) {
+	ws.avgdl = avgdl
 	words := ws.words
 	sort.SliceStable(words, func(a, b int) bool { return words[a].df < words[b].df })
-	sumOfSquaredWeights := 0.0
 	for j := range words {
-		w := &words[j]
-		w.idf = math.Log(1 + (float64(n)-float64(w.df)+0.5)/(float64(w.df)+0.5))
-		sumOfSquaredWeights += w.idf * w.idf
-	}
-	queryNorm := 1.0 / math.Sqrt(sumOfSquaredWeights)
-	for j := range words {
-		words[j].queryWeight = words[j].idf * queryNorm
+		words[j].idf = bm25IDF(n, words[j].df)
 	}
 }
 
@@ -232,6 +218,11 @@ func (ws *wordSearch) segmentCandidates(i int, plan wordsPlan) *roaring.Bitmap {
 	cand := postingsBitmap(ws.users[i])
 	if cand.IsEmpty() {
 		return nil
+	}
+	if ws.filter != nil {
+		if cand = ws.filter.apply(i, cand); cand.IsEmpty() {
+			return nil
+		}
 	}
 	if plan.selective != nil {
 		sel := roaring.New()
@@ -353,11 +344,11 @@ func (ws *wordSearch) scoreTasks(ctx context.Context, tasks []segTask, next *ato
 			if r.err = ctx.Err(); r.err != nil {
 				return r
 			}
-			if r.err = acc.add(w, w.lists[t.seg], t.cand, ws.avgDocLength); r.err != nil {
+			if r.err = acc.add(w, w.lists[t.seg], t.cand, ws.avgdl); r.err != nil {
 				return r
 			}
 		}
-		r.total += acc.collect(t, len(ws.words), &r.top)
+		r.total += acc.collect(t, &r.top)
 	}
 	clean = true
 	return r
@@ -367,7 +358,7 @@ func (ws *wordSearch) scoreTasks(ctx context.Context, tasks []segTask, next *ato
 // document number; every entry is zero between uses.
 type accumulator struct {
 	sum   []float64
-	count []uint8 // words matched; MaxQueryTerms fits
+	count []uint8 // terms matched (0: not a match); MaxQueryTerms fits
 }
 
 var accumulators = sync.Pool{New: func() any { return new(accumulator) }}
@@ -380,7 +371,7 @@ func (a *accumulator) grow(n int) {
 }
 
 // add scores the postings of w in one segment that fall in cand.
-func (a *accumulator) add(w wordPostings, pl segment.PostingsList, cand *roaring.Bitmap, avgDocLength float64) error {
+func (a *accumulator) add(w wordPostings, pl segment.PostingsList, cand *roaring.Bitmap, avgdl float64) error {
 	it, filter := candidatePostings(pl, cand)
 	for {
 		p, err := it.Next()
@@ -394,24 +385,21 @@ func (a *accumulator) add(w wordPostings, pl segment.PostingsList, cand *roaring
 		if filter && !cand.Contains(d) {
 			continue
 		}
-		a.sum[d] += w.bm25(p.Frequency(), p.Norm(), avgDocLength)
+		a.sum[d] += w.idf * bm25TF(float64(p.Frequency()), postingLength(p.Norm()), avgdl)
 		a.count[d]++
 	}
 }
 
-// collect moves the scores of t's candidates that matched a word into top
-// (Bleve's coordination factor applied: the share of the numTerms words a
-// document matched), leaves their entries zero, and returns how many
-// matched.
-func (a *accumulator) collect(t segTask, numTerms int, top *topk.Heap[scoredDoc]) (matched uint64) {
+// collect moves the scores of t's candidates that matched a term into
+// top, leaves their entries zero, and returns how many matched.
+func (a *accumulator) collect(t segTask, top *topk.Heap[scoredDoc]) (matched uint64) {
 	it := t.cand.Iterator()
 	for it.HasNext() {
 		d := it.Next()
-		c := a.count[d]
-		if c == 0 {
+		if a.count[d] == 0 {
 			continue
 		}
-		score := a.sum[d] * (float64(c) / float64(numTerms))
+		score := a.sum[d]
 		a.sum[d], a.count[d] = 0, 0
 		matched++
 		top.Push(scoredDoc{score: score, seg: t.seg, doc: d})
@@ -442,23 +430,12 @@ func candidatePostings(pl segment.PostingsList, cand *roaring.Bitmap) (it segmen
 	return it, false
 }
 
-// bm25 is the score of one posting of w, with frequency freq in a field of
-// the given norm, the way Bleve's TermQueryScorer computes it with a boost
-// of 1 (same operations in the same order, so the same bits).
-func (w *wordPostings) bm25(freq uint64, norm float64, avgDocLength float64) float64 {
-	var tf float64
-	if freq < scorer.MaxSqrtCache {
-		tf = scorer.SqrtCache[int(freq)]
-	} else {
-		tf = math.Sqrt(float64(freq))
-	}
-	fieldLength := 1 / (norm * norm)
-	score := w.idf * (tf * blevesearch.BM25_k1) /
-		(tf + blevesearch.BM25_k1*(1-blevesearch.BM25_b+(blevesearch.BM25_b*fieldLength/avgDocLength)))
-	if w.queryWeight != 1.0 {
-		score = score * w.queryWeight
-	}
-	return score
+// postingLength is the document length a posting's norm encodes. Zap
+// stores the length itself and hands out 1/sqrt(length) as a float32;
+// rounding undoes the float32's error (exact far beyond any session's
+// length).
+func postingLength(norm float64) float64 {
+	return math.Round(1 / (norm * norm))
 }
 
 // scoredDoc is a document of segment seg with its final score.
@@ -526,4 +503,95 @@ func (ws *wordSearch) load(best []scoredDoc, explain bool) ([]docHit, error) {
 		}
 	}
 	return docs, nil
+}
+
+// docFilter is what a query's phrases and exclusions leave of each
+// segment's documents: those in every phrase (required, when there are
+// phrases) and not in any excluded one (excluded).
+type docFilter struct {
+	required []*roaring.Bitmap // by segment; nil slice: no phrase
+	excluded []*roaring.Bitmap // by segment; nil slice: no exclusion
+}
+
+// apply narrows segment i's candidates; cand is not modified.
+func (f *docFilter) apply(i int, cand *roaring.Bitmap) *roaring.Bitmap {
+	if f.required != nil {
+		cand = roaring.And(cand, f.required[i])
+	}
+	if f.excluded != nil {
+		cand = roaring.AndNot(cand, f.excluded[i])
+	}
+	return cand
+}
+
+// phraseFilter finds, with Bleve's searchers on snap (unscored), the
+// user's documents that hold every phrase of pq and those that hold any
+// excluded phrase; nil when pq has neither.
+func phraseFilter(ctx context.Context, snap *scorch.IndexSnapshot, idx bleve.Index, userID string, pq parsedQuery) (*docFilter, error) {
+	if len(pq.Phrases) == 0 && len(pq.Exclude) == 0 {
+		return nil, nil
+	}
+	f := &docFilter{}
+	var err error
+	if len(pq.Phrases) > 0 {
+		qs := []query.Query{termQuery(fieldUser, userID)}
+		for _, ph := range pq.Phrases {
+			qs = append(qs, ph.query(fieldText))
+		}
+		if f.required, err = matching(ctx, snap, idx, query.NewConjunctionQuery(qs)); err != nil {
+			return nil, err
+		}
+	}
+	if len(pq.Exclude) > 0 {
+		qs := make([]query.Query, len(pq.Exclude))
+		for i, ph := range pq.Exclude {
+			qs[i] = ph.query(fieldText)
+		}
+		q := query.NewConjunctionQuery([]query.Query{termQuery(fieldUser, userID), query.NewDisjunctionQuery(qs)})
+		if f.excluded, err = matching(ctx, snap, idx, q); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+// matching returns the documents of snap that match q, as a bitmap of
+// document numbers per segment.
+func matching(ctx context.Context, snap *scorch.IndexSnapshot, idx bleve.Index, q query.Query) ([]*roaring.Bitmap, error) {
+	segs := snap.Segments()
+	out := make([]*roaring.Bitmap, len(segs))
+	offsets := make([]uint64, len(segs)) // first global document number of each segment
+	var running uint64
+	for i, s := range segs {
+		out[i] = roaring.New()
+		offsets[i] = running
+		running += s.Segment().Count()
+	}
+	s, err := q.Searcher(ctx, snap, idx.Mapping(), blevesearch.SearcherOptions{Score: "none"})
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	sctx := &blevesearch.SearchContext{DocumentMatchPool: blevesearch.NewDocumentMatchPool(s.DocumentMatchPoolSize(), 0)}
+	for n := 0; ; n++ {
+		if n%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		dm, err := s.Next(sctx)
+		if err != nil {
+			return nil, err
+		}
+		if dm == nil {
+			return out, nil
+		}
+		if len(dm.IndexInternalID) != 8 { // scorch's encoding: the number, big-endian
+			return nil, fmt.Errorf("unexpected internal document id %x", dm.IndexInternalID)
+		}
+		num := binary.BigEndian.Uint64(dm.IndexInternalID)
+		i := sort.Search(len(offsets), func(x int) bool { return offsets[x] > num }) - 1
+		out[i].Add(uint32(num - offsets[i]))
+		sctx.DocumentMatchPool.Put(dm)
+	}
 }

@@ -74,18 +74,69 @@ type window struct {
 	hash    string
 }
 
-// Windows splits a session's chunks into embedding windows.
+// maxHeaderWords bounds the title header of a window: a title is a line,
+// and a pasted paragraph must not crowd the window's own text out of the
+// model's input.
+const maxHeaderWords = 16
+
+// windows splits a session's chunks into embedding windows. Each window is
+// embedded with the session's title as a header line: the title is
+// searchable text (the full-text index scores it) and is the most
+// informative context a window can carry, and a session whose words are
+// only in its title must be found by semantic search too. With a window
+// size, the header's words count against it, so the window still fits the
+// model's input. A session with a title and no message text gets one
+// window of the title alone (ordinal 0; it names no chunk, and context
+// hydration skips ordinals without a chunk).
+//
+// The header is part of the embedded text, so it is part of the text hash:
+// a new title re-embeds the session's windows, and so does the first run
+// after an upgrade from windows without headers; nothing else changes.
 func (e *EmbedStage) windows(d Doc) []window {
+	header := titleHeader(d.Session.Title)
+	words := e.opts.WindowWords
+	if n := len(strings.Fields(header)); words > 0 && n > 0 {
+		words = max(words-n, words/2)
+	}
 	var out []window
+	add := func(ordinal int, text string) {
+		text = EmbedText(d.Session.Title, text)
+		out = append(out, window{ordinal: ordinal, text: text, hash: TextHash(text)})
+	}
 	for _, c := range d.Chunks {
-		for i, t := range splitWords(c.Text, e.opts.WindowWords) {
+		for i, t := range splitWords(c.Text, words) {
 			if i == WindowsPerChunk {
 				break // the rest of a pathological chunk stays full-text only
 			}
-			out = append(out, window{ordinal: c.Ordinal*WindowsPerChunk + i, text: t, hash: TextHash(t)})
+			add(c.Ordinal*WindowsPerChunk+i, t)
 		}
 	}
+	if len(out) == 0 && header != "" {
+		out = append(out, window{ordinal: 0, text: header, hash: TextHash(header)})
+	}
 	return out
+}
+
+// titleHeader is the header line of a session's windows: its title's
+// first maxHeaderWords words.
+func titleHeader(title string) string {
+	words := strings.Fields(title)
+	return strings.Join(words[:min(len(words), maxHeaderWords)], " ")
+}
+
+// EmbedText is the text the embedding stage embeds for a window of a
+// session with the given title: the title header, a blank line, the
+// window's text. Another system compared with Hindsight (the bench's
+// Weaviate peers) embeds the same.
+func EmbedText(title, text string) string {
+	header := titleHeader(title)
+	switch {
+	case header == "":
+		return text
+	case strings.TrimSpace(text) == "":
+		return header
+	}
+	return header + "\n\n" + text
 }
 
 func splitWords(s string, n int) []string {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hindsight-dev/hindsight/bench"
 	"github.com/hindsight-dev/hindsight/bench/weaviatepeer"
+	"github.com/hindsight-dev/hindsight/ingest"
 	"github.com/hindsight-dev/hindsight/vectors"
 	"github.com/hindsight-dev/hindsight/vectors/weaviate"
 	"github.com/hindsight-dev/hindsight/vectors/weaviate/localweaviate"
@@ -122,6 +123,8 @@ type weaviateGroup struct {
 	window int                   // words per embedded window; 0 = the whole text
 	owner  string                // the peer whose Index calls index the corpus
 	open   int
+	// queries caches query vectors for the sweeps (SearchAt).
+	queries map[string][]float32
 }
 
 // openWeaviatePeer returns the peer name searching the run's shared Weaviate
@@ -151,7 +154,7 @@ func openWeaviatePeer(ctx context.Context, name string, env *peerEnv) (bench.Pee
 }
 
 func openWeaviateGroup(ctx context.Context, env *peerEnv) (*weaviateGroup, error) {
-	g := &weaviateGroup{emb: env.embedder}
+	g := &weaviateGroup{emb: env.embedder, queries: map[string][]float32{}}
 	if env.embedder != nil && env.embedder.Model() == vectors.LocalModel {
 		g.window = 64 // as serve's embedding stage for the offline model
 	}
@@ -193,7 +196,9 @@ func (g *weaviateGroup) index(ctx context.Context, docs []bench.Doc) error {
 		} else {
 			pd[i].Chunks = []string{d.Text}
 		}
-		texts = append(texts, pd[i].Chunks...)
+		for _, c := range pd[i].Chunks { // embedded as Hindsight embeds a window: under the title
+			texts = append(texts, ingest.EmbedText(d.Title, c))
+		}
 	}
 	if g.emb != nil {
 		vs, err := g.emb.Embed(ctx, texts)
@@ -252,6 +257,44 @@ func (p *weaviatePeer) Search(ctx context.Context, q string, k int) ([]string, e
 		qv = vs[0]
 	}
 	return p.g.peer.Search(ctx, p.mode, q, qv, k)
+}
+
+// weaviateAlphas are the hybrid peers' alphas the bench sweeps (the weight
+// of the vector leg; weaviatepeer.Alpha, 0.5, is Weaviate's default). The
+// fusion type is the other setting: each fusion is its own peer, both swept.
+var weaviateAlphas = []float64{0.1, 0.25, 0.5, 0.75, 0.9}
+
+// Settings implements bench.TunablePeer: alpha for the hybrid peers;
+// weaviate-bm25 has no query-time setting (k1 and b are fixed when the
+// collection is made).
+func (p *weaviatePeer) Settings() ([]bench.Param, bench.Point) {
+	if p.mode == weaviatepeer.BM25 {
+		return nil, nil
+	}
+	return []bench.Param{{Name: "alpha", Values: weaviateAlphas}}, bench.Point{{Name: "alpha", Value: weaviatepeer.Alpha}}
+}
+
+// SearchAt implements bench.TunablePeer. Every point asks the same queries:
+// each query is embedded once (the sweep compares ranking, not embedding).
+func (p *weaviatePeer) SearchAt(ctx context.Context, pt bench.Point, q string, k int) ([]string, error) {
+	alpha, ok := pt.Get("alpha")
+	if !ok {
+		return nil, fmt.Errorf("weaviate peer: bad point %s", pt)
+	}
+	p.g.mu.Lock()
+	qv, ok := p.g.queries[q]
+	p.g.mu.Unlock()
+	if !ok {
+		vs, err := p.g.emb.Embed(ctx, []string{q})
+		if err != nil {
+			return nil, fmt.Errorf("embed query: %w", err)
+		}
+		qv = vs[0]
+		p.g.mu.Lock()
+		p.g.queries[q] = qv
+		p.g.mu.Unlock()
+	}
+	return p.g.peer.SearchAlpha(ctx, p.mode, q, qv, k, alpha)
 }
 
 func (p *weaviatePeer) Close() error { return p.g.release() }

@@ -230,16 +230,16 @@ func Relevance(ctx context.Context, base config.Config, c RelevanceConfig, stdou
 		search = engineSearch(a.Search, userID, docOf, degraded)
 	}
 	systems := slices.Clone(modes)
+	var peerNames []string
 	for _, p := range peers {
 		systems = append(systems, p.Name())
+		peerNames = append(peerNames, p.Name())
 	}
-	res, err := bench.RunRelevance(ctx, ds, bench.WithPeers(search, peers...), bench.RelevanceOptions{Modes: systems, Progress: progressOut})
+	res, err := bench.RunRelevance(ctx, ds, bench.WithPeers(search, peers...), bench.RelevanceOptions{Modes: systems, Progress: progressOut, Peers: peerNames})
 	if err != nil {
 		return err
 	}
-	for _, p := range peers {
-		res.Peers = append(res.Peers, p.Name())
-	}
+	res.Peers = peerNames
 
 	model := "none"
 	if rawEmb != nil {
@@ -256,7 +256,15 @@ func Relevance(ctx context.Context, base config.Config, c RelevanceConfig, stdou
 		"rrf.w":       strconv.FormatFloat(defaults.SemanticWeight, 'g', -1, 64),
 		"depth":       "max(limit, 50); the table asks 100 results",
 		"title.boost": strconv.Itoa(index.DefaultTitleBoost),
-		"via":         c.Via,
+		// What each system makes of text: the same words are terms in
+		// one and not in another.
+		"tokenization hindsight": "Unicode (UAX #29) words; compounds joined by - / \\ . : @ kept whole plus their parts; identifiers split " +
+			"(camelCase, snake_case, digits) plus the whole; English possessives removed; lower-cased; Porter stemmer; no stop words. " +
+			"BM25 k1 1.2, b 0.75, title written twice before the body in one field; query compounds scored by their parts",
+		"tokenization sqlite-fts5": "porter unicode61 (letters, digits; case and diacritics folded; Porter stemmer; no stop words); " +
+			"columns title and text, bm25() weights 1, 1 (k1 1.2, b 0.75)",
+		"tokenization weaviate": "word tokenization (alphanumeric runs, lower-cased), the en stop words, no stemming; BM25 k1 1.2, b 0.75 over title + text",
+		"via":                   c.Via,
 	})
 	if l := loadAverage(); l != "" {
 		// Latency is wall time: say how busy the machine was.
@@ -272,6 +280,15 @@ func Relevance(ctx context.Context, base config.Config, c RelevanceConfig, stdou
 			return err
 		}
 		res.Sweep = sw
+		// The peers get the same courtesy: each swept over its own settings.
+		psw, failed, err := bench.PeerSweeps(ctx, ds, peers, c.SweepLimit, c.Seed, progressOut)
+		if err != nil {
+			return err
+		}
+		res.PeerSweeps = psw
+		for name, err := range failed {
+			res.Settings["peer sweep "+name] = "failed: " + err.Error()
+		}
 	}
 	if n := degraded.String(); n != "" {
 		res.Settings["degraded queries"] = n

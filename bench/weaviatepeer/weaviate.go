@@ -306,6 +306,15 @@ func (p *Peer) Settle(ctx context.Context) error {
 // modes need queryVector (of the indexed vectors' dimension) and a corpus
 // indexed with vectors. A query of stop words only finds nothing in bm25.
 func (p *Peer) Search(ctx context.Context, mode, query string, queryVector []float32, k int) ([]string, error) {
+	return p.SearchAlpha(ctx, mode, query, queryVector, k, Alpha)
+}
+
+// SearchAlpha is Search with the hybrid modes' alpha (the weight of the
+// vector leg, in [0, 1]) given; BM25 ignores it.
+func (p *Peer) SearchAlpha(ctx context.Context, mode, query string, queryVector []float32, k int, alpha float64) ([]string, error) {
+	if alpha < 0 || alpha > 1 {
+		return nil, fmt.Errorf("weaviate peer: alpha %g is not in [0, 1]", alpha)
+	}
 	if p.conn.Client == nil {
 		return nil, errors.New("weaviate peer: closed")
 	}
@@ -332,7 +341,7 @@ func (p *Peer) Search(ctx context.Context, mode, query string, queryVector []flo
 		tenant = tenantChunks
 		limit = min(weaviate.MaxResults, max(100, 8*k))
 		search = fmt.Sprintf(`hybrid:{query:%s, vector:%s, alpha:%g, fusionType:%s, properties:["text"]}`,
-			weaviate.GQLString(query), weaviate.GQLVector(queryVector), Alpha, fusion)
+			weaviate.GQLString(query), weaviate.GQLVector(queryVector), alpha, fusion)
 	default:
 		return nil, fmt.Errorf("weaviate peer: unknown mode %q (want %s, %s or %s)", mode, BM25, HybridRanked, HybridRelative)
 	}

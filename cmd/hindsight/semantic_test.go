@@ -52,16 +52,35 @@ func TestEmbeddingLifecycle(t *testing.T) {
 	// Re-sync the same 1,000 sessions: nothing changed, nothing embedded.
 	ta.batch(key, sessionBatch(1000, 2, "message"))
 	ta.idle()
-	// A title change puts sessions through the pipeline, but their chunk
-	// text is unchanged: still no embedding request.
+	if n := fake.Requests(); n != first {
+		t.Fatalf("re-syncing 1,000 unchanged sessions made %d embedding requests", n-first)
+	}
+	// A title change re-embeds each session's window once, under the new
+	// title (its header); syncing the same again embeds nothing.
 	b := sessionBatch(1000, 2, "message")
 	for _, s := range b["sessions"].([]any) {
 		s.(map[string]any)["title"] = "renamed"
 	}
+	renamedFrom := len(fake.Received())
+	ta.batch(key, b)
+	ta.idle()
+	var reembedded int
+	for _, r := range fake.Received()[renamedFrom:] {
+		for _, in := range r.Input {
+			reembedded++
+			if !strings.HasPrefix(in, "renamed\n\n") {
+				t.Fatalf("after a title change a window was embedded without the title header: %q", in)
+			}
+		}
+	}
+	if reembedded != 1000 {
+		t.Errorf("renaming 1,000 one-window sessions embedded %d texts, want 1000", reembedded)
+	}
+	first = fake.Requests()
 	ta.batch(key, b)
 	ta.idle()
 	if n := fake.Requests(); n != first {
-		t.Fatalf("re-syncing 1,000 unchanged sessions made %d embedding requests", n-first)
+		t.Fatalf("re-syncing 1,000 renamed sessions made %d embedding requests", n-first)
 	}
 	// One new message: exactly its text is embedded, not the session again.
 	before := len(fake.Received())
@@ -114,7 +133,9 @@ func TestSemanticAndHybridSearch(t *testing.T) {
 	})
 	ta.idle()
 	for _, mode := range []string{"semantic", "hybrid"} {
-		rs := ta.search(alice, "the crash with the nil map", "&type="+mode+"&explain=true")
+		// The fake embedder's vectors match only identical text: the query
+		// is the window as embedded, under its session's title.
+		rs := ta.search(alice, "nil map\n\nthe crash with the nil map", "&type="+mode+"&explain=true")
 		if len(rs) == 0 || rs[0].Title != "nil map" || rs[0].AltID == "" || rs[0].Score == nil {
 			t.Errorf("%s: %+v", mode, rs)
 		}
@@ -236,6 +257,20 @@ func TestLocalEmbedderParaphrase(t *testing.T) {
 	if len(rs) != 2 || rs[0].Title != "debugging" {
 		t.Errorf("semantic search with the offline model: %v", titles(rs))
 	}
+	// A session whose words are only in its title is found by semantic
+	// search: windows are embedded under the title, and a session without
+	// message text is embedded by its title alone.
+	bob := ta.key("bob")
+	ta.batch(bob, map[string]any{
+		"sessions": []any{map[string]any{"externalId": "k", "title": "kubernetes pod stuck restarting in CrashLoopBackOff"},
+			map[string]any{"externalId": "c", "title": "notes"}},
+		"messages": []any{msg("c", "m1", "user", map[string]any{"textContent": "bake a chocolate cake for the party"})},
+	})
+	ta.idle()
+	rs = ta.search(bob, "my kubernetes pod keeps restarting", "&type=semantic")
+	if len(rs) == 0 || rs[0].Title != "kubernetes pod stuck restarting in CrashLoopBackOff" {
+		t.Errorf("a title-only session is not found by semantic search: %v", titles(rs))
+	}
 }
 
 // reembed replaces another model's vectors, is resumable, and serve accepts
@@ -261,7 +296,7 @@ func TestReembed(t *testing.T) {
 		t.Fatalf("second reembed: %q %v", out, err)
 	}
 	ta2 := openaiApp(t, dir, fake, 256)
-	if rs := ta2.search(key, "hello 0 of session 3\n\nhello 1 of session 3", "&type=semantic&limit=1"); len(rs) != 1 || rs[0].Title != "session 3" {
+	if rs := ta2.search(key, "session 3\n\nhello 0 of session 3\n\nhello 1 of session 3", "&type=semantic&limit=1"); len(rs) != 1 || rs[0].Title != "session 3" {
 		t.Errorf("semantic search after reembed: %v", titles(rs))
 	}
 }
