@@ -162,7 +162,9 @@ func (r *faultRig) vectorCounts() (want, have int) {
 			continue // the store is down: nothing counted as held
 		}
 		for _, c := range d.Chunks {
-			if h, ok := hashes[c.Ordinal*ingest.WindowsPerChunk]; ok && h == ingest.TextHash(c.Text) {
+			// One window per chunk (the OpenAI embedder takes whole chunks),
+			// embedded under the session's title.
+			if h, ok := hashes[c.Ordinal*ingest.WindowsPerChunk]; ok && h == ingest.TextHash(ingest.EmbedText(d.Session.Title, c.Text)) {
 				have++
 			}
 		}
