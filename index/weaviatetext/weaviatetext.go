@@ -659,9 +659,9 @@ func (ix *Index) Search(ctx context.Context, q index.Query) ([]index.Hit, error)
 	where, check := filters(pq)
 	// A phrase or a long exclusion is checked on the records, so fetch more
 	// than asked and widen until enough pass or the candidates run out.
-	fetch := limit
+	fetch := max(limit, minFetch)
 	if check {
-		fetch = min(4*limit, weaviate.MaxResults)
+		fetch = min(max(4*limit, minFetch), weaviate.MaxResults)
 	}
 	tenant := tenantOf(q.UserID)
 	for {
@@ -713,6 +713,13 @@ func (ix *Index) Search(ctx context.Context, q index.Query) ([]index.Hit, error)
 		fetch = min(4*fetch, weaviate.MaxResults)
 	}
 }
+
+// minFetch is the fewest hits a search asks Weaviate for. Weaviate 1.35's
+// top-k pruning is not exact for small limits: on a settled tenant of 600
+// documents, limit 10 left out documents that limit 100 ranks among the
+// first ten with Bleve's scores (TestSettleScoresLikeBleve). Asking for at
+// least minFetch and keeping the first limit gives Bleve's ranking.
+const minFetch = 100
 
 // sortHits orders as index does: score, then session id, then ordinal.
 func sortHits(hits []index.Hit) {
