@@ -144,6 +144,11 @@ func rebuildText(ctx context.Context, st *kv.Store, kind string, ix TextIndex, p
 	if err := p.Rebuild(ctx, onProgress); err != nil {
 		return fmt.Errorf("rebuild index: %w", err)
 	}
+	if w, ok := ix.(*weaviatetext.Index); ok {
+		if err := w.Settle(ctx); err != nil {
+			return fmt.Errorf("rebuild index: %w", err)
+		}
+	}
 	return setState(ctx, st, kind, "ready")
 }
 
@@ -257,6 +262,11 @@ func Reindex(ctx context.Context, cfg config.Config, onProgress func(done, total
 	defer ix.Close()
 	if err := reindexFrom(ctx, st, kind, ix, string(mark), onProgress); err != nil {
 		return 0, 0, err
+	}
+	if w, ok := ix.(*weaviatetext.Index); ok {
+		if err := w.Settle(ctx); err != nil {
+			return 0, 0, err
+		}
 	}
 	if err := st.Commit(ctx, func(tx *kv.Tx) error {
 		if err := tx.SetMeta(markKey(kind), nil); err != nil {

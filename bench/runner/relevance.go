@@ -24,6 +24,7 @@ import (
 	"github.com/hindsight-dev/hindsight/bench"
 	"github.com/hindsight-dev/hindsight/config"
 	"github.com/hindsight-dev/hindsight/index"
+	"github.com/hindsight-dev/hindsight/index/weaviatetext"
 	"github.com/hindsight-dev/hindsight/ingest"
 	"github.com/hindsight-dev/hindsight/kv"
 	"github.com/hindsight-dev/hindsight/progress"
@@ -206,6 +207,13 @@ func Relevance(ctx context.Context, base config.Config, c RelevanceConfig, stdou
 	}
 	if err := bench.WaitIdle(ctx, label, a.Pipeline.WaitIdle, server.OutboxDepth(a.Store), progressOut); err != nil {
 		return err
+	}
+	// A Weaviate text index scores a bulk import wrongly until its
+	// memtables are written out (weaviatetext.Index.Settle).
+	if w, ok := a.Index.(*weaviatetext.Index); ok {
+		if err := w.Settle(ctx); err != nil {
+			return err
+		}
 	}
 	// Search results name sessions; the metrics need corpus ids (= externalIds).
 	userID, docOf, err := sessionDocIDs(ctx, a.Store)

@@ -46,6 +46,9 @@ type textPeer struct {
 	ix    textIndex
 	drop  func() error // removes the index's data at Close
 	texts *docTexts
+	// settle, when set, runs before the first search after an Index
+	settle  func(context.Context) error
+	settled bool
 }
 
 func (p *textPeer) Name() string { return p.name }
@@ -56,10 +59,17 @@ func (p *textPeer) Index(ctx context.Context, docs []bench.Doc) error {
 		ss[i] = index.Session{UserID: "bench", SessionID: d.ID, Title: d.Title, Body: strings.TrimSpace(d.Text)}
 	}
 	p.texts.add(ss)
+	p.settled = false
 	return p.ix.Put(ctx, ss)
 }
 
 func (p *textPeer) Search(ctx context.Context, q string, k int) ([]string, error) {
+	if p.settle != nil && !p.settled {
+		if err := p.settle(ctx); err != nil {
+			return nil, err
+		}
+		p.settled = true
+	}
 	hits, err := p.ix.Search(ctx, index.Query{UserID: "bench", Text: q, Kind: index.Sessions, Limit: k})
 	if errors.Is(err, index.ErrBadQuery) {
 		return nil, bench.ErrNoTerms
@@ -124,7 +134,7 @@ func openTextPeer(ctx context.Context, name string, env *peerEnv) (bench.Peer, e
 	if err != nil {
 		return nil, err
 	}
-	return &textPeer{name: name, ix: ix, texts: texts, drop: func() error { return ix.Drop(context.Background()) }}, nil
+	return &textPeer{name: name, ix: ix, texts: texts, drop: func() error { return ix.Drop(context.Background()) }, settle: ix.Settle}, nil
 }
 
 // scratchPrefix is a collection prefix of its own for one run.
