@@ -110,7 +110,7 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 		lengths = &ix.chunkLengths
 	}
 	stored := q.Explain && ix.text == nil // load the hits' stored text
-	docs, total, err := searchWords(ctx, idx, lengths, q.UserID, pq, limit, stored, 0)
+	docs, total, err := searchWords(ctx, idx, lengths, q.UserID, pq, limit, stored, evaluation{})
 	if err != nil {
 		return nil, ix.searchErr(ctx, q.Kind, err)
 	}
