@@ -45,7 +45,7 @@ func TestPruningMatchesExhaustive(t *testing.T) {
 		want, wantTotal := eval(evaluation{workers: 1, exhaustive: true})
 		before := narrowed.Load()
 		for _, workers := range []int{1, 3} {
-			got, total := eval(evaluation{workers: workers, narrowed: &narrowed})
+			got, total := eval(evaluation{workers: workers, countAll: true, narrowed: &narrowed})
 			if total != wantTotal {
 				t.Errorf("%q (%s) workers %d: total %d, want %d", q.text, user, workers, total, wantTotal)
 			}

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/blevesearch/bleve/v2"
+	"github.com/rs/zerolog"
 )
 
 // Kind selects which documents a query searches.
@@ -110,7 +111,10 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 		lengths = &ix.chunkLengths
 	}
 	stored := q.Explain && ix.text == nil // load the hits' stored text
-	docs, total, err := searchWords(ctx, idx, lengths, q.UserID, pq, limit, stored, evaluation{})
+	// The total is for the debug log only: counting the documents pruning
+	// skipped costs a union of posting bitmaps.
+	countAll := ix.log.GetLevel() <= zerolog.DebugLevel
+	docs, total, err := searchWords(ctx, idx, lengths, q.UserID, pq, limit, stored, evaluation{countAll: countAll})
 	if err != nil {
 		return nil, ix.searchErr(ctx, q.Kind, err)
 	}

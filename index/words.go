@@ -46,6 +46,8 @@ import (
 //
 // Documents that cannot enter the top limit are not scored to the end
 // (see narrow): the result is the exhaustive evaluation's, to the bit.
+// total is the number of the user's documents that match, or with
+// pruning and without ev.countAll those scored to the end (fewer).
 func searchWords(ctx context.Context, idx bleve.Index, lengths *lengthCache, userID string, pq parsedQuery, limit int, explain bool, ev evaluation) (docs []docHit, total uint64, err error) {
 	adv, err := idx.Advanced()
 	if err != nil {
@@ -91,7 +93,7 @@ func searchWords(ctx context.Context, idx bleve.Index, lengths *lengthCache, use
 		return nil, 0, err
 	}
 	ws.weigh(n, avgdl)
-	ws.prune, ws.narrowed = !ev.exhaustive && limit > 0, ev.narrowed
+	ws.prune, ws.countAll, ws.narrowed = !ev.exhaustive && limit > 0, ev.countAll, ev.narrowed
 	tasks, work := ws.candidates(plan)
 	if len(tasks) == 0 {
 		return nil, 0, nil
@@ -105,6 +107,8 @@ func searchWords(ctx context.Context, idx bleve.Index, lengths *lengthCache, use
 	}
 	if workers > 1 {
 		tasks = splitTasks(tasks, workers)
+	} else if ws.prune {
+		tasks = probeFirst(tasks)
 	}
 	parts := make([]partialResult, workers)
 	var next atomic.Int64
@@ -126,11 +130,14 @@ func searchWords(ctx context.Context, idx bleve.Index, lengths *lengthCache, use
 // evaluation tunes how searchWords evaluates a query, not what it
 // returns: workers is how many goroutines score it (0 chooses: one for a
 // small query, else up to GOMAXPROCS; tests force more), exhaustive
-// turns pruning off, for tests that compare the two, and narrowed (when
-// not nil) counts the tasks pruning narrowed.
+// turns pruning off, for tests that compare the two, countAll makes the
+// total count the matches pruning skipped too (it costs a union of the
+// words' posting bitmaps), and narrowed (when not nil) counts the tasks
+// pruning narrowed.
 type evaluation struct {
 	workers    int
 	exhaustive bool
+	countAll   bool
 	narrowed   *atomic.Int64
 }
 
@@ -147,7 +154,12 @@ type wordSearch struct {
 	// weigh); rest[0] bounds a whole score.
 	rest     []float64
 	prune    bool // skip the documents that cannot enter the top (narrow)
+	countAll bool // total counts the documents pruning skipped
 	narrowed *atomic.Int64
+	// floor is the highest limit-th score a worker's heap has reached
+	// (float64 bits; scores are positive, so their bits order like them):
+	// every worker may prune below it.
+	floor atomic.Uint64
 }
 
 // wordPostings is one query term: its posting list in each segment and
@@ -364,6 +376,9 @@ func (ws *wordSearch) scoreTasks(ctx context.Context, tasks []segTask, next *ato
 		if r.err = ws.scoreTask(ctx, tasks[k], acc, &r, limit); r.err != nil {
 			return r
 		}
+		if r.top.Len() == limit {
+			ws.raiseFloor(r.top.Items()[0].score)
+		}
 	}
 	clean = true
 	return r
@@ -384,8 +399,9 @@ func (ws *wordSearch) scoreTask(ctx context.Context, t segTask, acc *accumulator
 		if ws.prune && j > 0 {
 			if kept, ok := ws.narrow(t.seg, j, cand, acc, &r.top, limit); ok {
 				if !narrowed {
-					// total counts every match, scored to the end or not.
-					r.total += ws.matches(t)
+					if ws.countAll {
+						r.total += ws.matches(t)
+					}
 					narrowed = true
 					if ws.narrowed != nil {
 						ws.narrowed.Add(1)
@@ -399,7 +415,7 @@ func (ws *wordSearch) scoreTask(ctx context.Context, t segTask, acc *accumulator
 		}
 	}
 	matched := acc.collect(segTask{seg: t.seg, cand: cand}, &r.top)
-	if !narrowed {
+	if !narrowed || !ws.countAll {
 		r.total += matched
 	}
 	return nil
@@ -425,11 +441,11 @@ const pruneSlack = 1e-9
 // false when it cannot drop any (or would cost more than it saves).
 func (ws *wordSearch) narrow(seg, j int, cand *roaring.Bitmap, acc *accumulator, top *topk.Heap[scoredDoc], limit int) (*roaring.Bitmap, bool) {
 	rest := ws.rest[j] * (1 + pruneSlack)
-	// θ is at most the bound of the words summed so far, unless the
-	// worker's heap is already above it.
-	known := math.Inf(-1)
+	// θ is at most the bound of the words summed so far, unless a heap
+	// (this worker's or, through floor, another's) is already above it.
+	known := math.Float64frombits(ws.floor.Load())
 	if top.Len() == limit {
-		known = top.Items()[0].score
+		known = max(known, top.Items()[0].score)
 	}
 	if rest >= max(known, ws.rest[0]-ws.rest[j]) {
 		return nil, false
@@ -461,11 +477,11 @@ func (ws *wordSearch) narrow(seg, j int, cand *roaring.Bitmap, acc *accumulator,
 			}
 		}
 	}
-	if best.Len() < limit {
-		return nil, false
+	theta := known
+	if best.Len() == limit {
+		theta = max(theta, best.Items()[0])
 	}
-	theta := best.Items()[0]
-	if rest >= theta {
+	if theta <= 0 || rest >= theta {
 		return nil, false
 	}
 	var kept []uint32
@@ -489,13 +505,58 @@ func (ws *wordSearch) narrow(seg, j int, cand *roaring.Bitmap, acc *accumulator,
 	return roaring.BitmapOf(kept...), true
 }
 
+// raiseFloor makes score the floor if it is higher.
+func (ws *wordSearch) raiseFloor(score float64) {
+	for {
+		old := ws.floor.Load()
+		if score <= math.Float64frombits(old) || ws.floor.CompareAndSwap(old, math.Float64bits(score)) {
+			return
+		}
+	}
+}
+
+// probeFirst cuts the first eighth of the candidates off the largest task
+// and scores it first, on its own: its top gives the pruning of the rest a
+// floor (narrow) from the start. Zap walks a posting list from its start
+// to reach a range, so the cut costs the rest only that eighth again.
+func probeFirst(tasks []segTask) []segTask {
+	if len(tasks) == 0 {
+		return tasks
+	}
+	big := 0
+	for k, t := range tasks {
+		if t.cand.GetCardinality() > tasks[big].cand.GetCardinality() {
+			big = k
+		}
+	}
+	t := tasks[big]
+	n := t.cand.GetCardinality()
+	if n < 1024 {
+		return tasks
+	}
+	x, err := t.cand.Select(uint32(n / 8))
+	if err != nil {
+		return tasks
+	}
+	probe, rest := t.cand.Clone(), t.cand.Clone()
+	probe.RemoveRange(uint64(x), uint64(math.MaxUint32)+1)
+	rest.RemoveRange(0, uint64(x))
+	out := []segTask{{seg: t.seg, cand: probe}, {seg: t.seg, cand: rest}}
+	for k, o := range tasks {
+		if k != big {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
 // matches counts the candidates of t that hold any of the words.
 func (ws *wordSearch) matches(t segTask) uint64 {
-	any := roaring.New()
-	for _, w := range ws.words {
-		any.Or(postingsBitmap(w.lists[t.seg]))
+	lists := make([]*roaring.Bitmap, len(ws.words))
+	for k, w := range ws.words {
+		lists[k] = postingsBitmap(w.lists[t.seg])
 	}
-	return any.AndCardinality(t.cand)
+	return roaring.FastOr(lists...).AndCardinality(t.cand)
 }
 
 // accumulator holds the partial scores of one segment's documents, by
