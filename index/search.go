@@ -9,7 +9,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/blevesearch/bleve/v2"
-	"github.com/rs/zerolog"
 )
 
 // Kind selects which documents a query searches.
@@ -113,7 +112,9 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 	stored := q.Explain && ix.text == nil // load the hits' stored text
 	// The total is for the debug log only: counting the documents pruning
 	// skipped costs a union of posting bitmaps.
-	countAll := ix.log.GetLevel() <= zerolog.DebugLevel
+	ev := ix.log.Debug()
+	countAll := ev.Enabled()
+	ev.Discard()
 	docs, total, err := searchWords(ctx, idx, lengths, q.UserID, pq, limit, stored, evaluation{countAll: countAll})
 	if err != nil {
 		return nil, ix.searchErr(ctx, q.Kind, err)

@@ -451,13 +451,12 @@ func (ws *wordSearch) narrow(seg, j int, cand *roaring.Bitmap, acc *accumulator,
 		return nil, false
 	}
 	// Finding θ costs two passes over the candidates: worth it only when
-	// the words left have more postings to read.
+	// the words left have several times more postings to read.
 	var work uint64
 	for _, w := range ws.words[j:] {
 		work += w.lists[seg].Count()
 	}
-	n := cand.GetCardinality()
-	if work < n {
+	if work < 4*cand.GetCardinality() {
 		return nil, false
 	}
 	best := topk.New(limit, func(a, b float64) bool { return a < b })
@@ -531,7 +530,7 @@ func probeFirst(tasks []segTask) []segTask {
 	}
 	t := tasks[big]
 	n := t.cand.GetCardinality()
-	if n < 1024 {
+	if n < 4096 { // a small query: the cut would cost more than it saves
 		return tasks
 	}
 	x, err := t.cand.Select(uint32(n / 8))
