@@ -110,7 +110,12 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 		lengths = &ix.chunkLengths
 	}
 	stored := q.Explain && ix.text == nil // load the hits' stored text
-	docs, total, err := searchWords(ctx, idx, lengths, q.UserID, pq, limit, stored, 0)
+	// The total is for the debug log only: counting the documents pruning
+	// skipped costs a union of posting bitmaps.
+	ev := ix.log.Debug()
+	countAll := ev.Enabled()
+	ev.Discard()
+	docs, total, err := searchWords(ctx, idx, lengths, q.UserID, pq, limit, stored, evaluation{countAll: countAll})
 	if err != nil {
 		return nil, ix.searchErr(ctx, q.Kind, err)
 	}

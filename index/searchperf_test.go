@@ -181,6 +181,22 @@ func searchperfCorpus(t *testing.T, dir string) searchperfData {
 	if err != nil {
 		t.Fatal(err)
 	}
+	m := searchperfMeta{Sessions: n}
+	m.Users, m.Titles = putGenCorpus(t, ix, n)
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(metaPath, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return searchperfData{ix: ix, users: m.Users, titles: m.Titles}
+}
+
+// putGenCorpus writes n sessions of bench.NewGenerator(1) into ix, over
+// 4 users in the load bench's batches, and returns the users and the
+// first 2000 titles (what bench.LoadQuery draws title queries from).
+func putGenCorpus(t testing.TB, ix *Index, n int) (users, titles []string) {
 	idRng := rand.New(rand.NewPCG(1, 2))
 	newID := func() string { // like kv.NewID: 16 characters of [a-z0-9]
 		const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
@@ -190,9 +206,8 @@ func searchperfCorpus(t *testing.T, dir string) searchperfData {
 		}
 		return string(b)
 	}
-	m := searchperfMeta{Sessions: n}
 	for range 4 {
-		m.Users = append(m.Users, newID())
+		users = append(users, newID())
 	}
 	gen := bench.NewGenerator(1)
 	ctx := context.Background()
@@ -201,10 +216,10 @@ func searchperfCorpus(t *testing.T, dir string) searchperfData {
 	batchMsgs, batches := 0, 0 // the load bench's POST batches: >= 500 messages, round-robin over users
 	for i := 0; i < n; i++ {
 		gs := gen.Session(20)
-		if len(m.Titles) < 2000 {
-			m.Titles = append(m.Titles, gs.Title)
+		if len(titles) < 2000 {
+			titles = append(titles, gs.Title)
 		}
-		pending = append(pending, Session{UserID: m.Users[batches%len(m.Users)], SessionID: newID(),
+		pending = append(pending, Session{UserID: users[batches%len(users)], SessionID: newID(),
 			Title: gs.Title, Body: searchperfBody(gs)})
 		if batchMsgs += len(gs.Messages); batchMsgs >= 500 {
 			batchMsgs, batches = 0, batches+1
@@ -219,14 +234,7 @@ func searchperfCorpus(t *testing.T, dir string) searchperfData {
 			t.Logf("built %d sessions in %v", i+1, time.Since(start).Round(time.Second))
 		}
 	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(metaPath, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return searchperfData{ix: ix, users: m.Users, titles: m.Titles}
+	return users, titles
 }
 
 // searchperfBody is the session body the ingest pipeline would index:

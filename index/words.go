@@ -44,9 +44,11 @@ import (
 // in a top-k heap and merge them (mergeTop); load the winners' ids (load).
 // Ties are broken by index order.
 //
-// workers is how many goroutines score it: 0 chooses (one for a small
-// query, else up to GOMAXPROCS); tests force more.
-func searchWords(ctx context.Context, idx bleve.Index, lengths *lengthCache, userID string, pq parsedQuery, limit int, explain bool, workers int) (docs []docHit, total uint64, err error) {
+// Documents that cannot enter the top limit are not scored to the end
+// (see narrow): the result is the exhaustive evaluation's, to the bit.
+// total is the number of the user's documents that match, or with
+// pruning and without ev.countAll those scored to the end (fewer).
+func searchWords(ctx context.Context, idx bleve.Index, lengths *lengthCache, userID string, pq parsedQuery, limit int, explain bool, ev evaluation) (docs []docHit, total uint64, err error) {
 	adv, err := idx.Advanced()
 	if err != nil {
 		return nil, 0, err
@@ -91,10 +93,12 @@ func searchWords(ctx context.Context, idx bleve.Index, lengths *lengthCache, use
 		return nil, 0, err
 	}
 	ws.weigh(n, avgdl)
+	ws.prune, ws.countAll, ws.narrowed = !ev.exhaustive && limit > 0, ev.countAll, ev.narrowed
 	tasks, work := ws.candidates(plan)
 	if len(tasks) == 0 {
 		return nil, 0, nil
 	}
+	workers := ev.workers
 	if workers <= 0 {
 		workers = 1
 		if work >= parallelWork {
@@ -103,6 +107,8 @@ func searchWords(ctx context.Context, idx bleve.Index, lengths *lengthCache, use
 	}
 	if workers > 1 {
 		tasks = splitTasks(tasks, workers)
+	} else if ws.prune {
+		tasks = probeFirst(tasks)
 	}
 	parts := make([]partialResult, workers)
 	var next atomic.Int64
@@ -121,6 +127,20 @@ func searchWords(ctx context.Context, idx bleve.Index, lengths *lengthCache, use
 	return docs, total, nil
 }
 
+// evaluation tunes how searchWords evaluates a query, not what it
+// returns: workers is how many goroutines score it (0 chooses: one for a
+// small query, else up to GOMAXPROCS; tests force more), exhaustive
+// turns pruning off, for tests that compare the two, countAll makes the
+// total count the matches pruning skipped too (it costs a union of the
+// words' posting bitmaps), and narrowed (when not nil) counts the tasks
+// pruning narrowed.
+type evaluation struct {
+	workers    int
+	exhaustive bool
+	countAll   bool
+	narrowed   *atomic.Int64
+}
+
 // wordSearch is what searchWords reads from one index snapshot.
 type wordSearch struct {
 	segs   []*scorch.SegmentSnapshot
@@ -130,6 +150,16 @@ type wordSearch struct {
 	// maxDocs is the largest segment's document count.
 	maxDocs int
 	avgdl   float64 // set by weigh
+	// rest[j] bounds what the words from j on can add to a score (set by
+	// weigh); rest[0] bounds a whole score.
+	rest     []float64
+	prune    bool // skip the documents that cannot enter the top (narrow)
+	countAll bool // total counts the documents pruning skipped
+	narrowed *atomic.Int64
+	// floor is the highest limit-th score a worker's heap has reached
+	// (float64 bits; scores are positive, so their bits order like them):
+	// every worker may prune below it.
+	floor atomic.Uint64
 }
 
 // wordPostings is one query term: its posting list in each segment and
@@ -182,6 +212,10 @@ func (ws *wordSearch) weigh(n uint64, avgdl float64) {
 	sort.SliceStable(words, func(a, b int) bool { return words[a].df < words[b].df })
 	for j := range words {
 		words[j].idf = bm25IDF(n, words[j].df)
+	}
+	ws.rest = make([]float64, len(words)+1)
+	for j := len(words) - 1; j >= 0; j-- {
+		ws.rest[j] = ws.rest[j+1] + words[j].idf*(bm25K1+1)
 	}
 }
 
@@ -339,19 +373,189 @@ func (ws *wordSearch) scoreTasks(ctx context.Context, tasks []segTask, next *ato
 		if k >= len(tasks) {
 			break
 		}
-		t := tasks[k]
-		for _, w := range ws.words {
-			if r.err = ctx.Err(); r.err != nil {
-				return r
-			}
-			if r.err = acc.add(w, w.lists[t.seg], t.cand, ws.avgdl); r.err != nil {
-				return r
-			}
+		if r.err = ws.scoreTask(ctx, tasks[k], acc, &r, limit); r.err != nil {
+			return r
 		}
-		r.total += acc.collect(t, &r.top)
+		if r.top.Len() == limit {
+			ws.raiseFloor(r.top.Items()[0].score)
+		}
 	}
 	clean = true
 	return r
+}
+
+// scoreTask scores one task's candidates into r. The words come rarest
+// first, the order their contributions are summed in; before each word
+// after the first, narrow may drop the candidates that can no longer
+// enter the top limit, so that the common words' postings are decoded
+// only for the documents still in the running.
+func (ws *wordSearch) scoreTask(ctx context.Context, t segTask, acc *accumulator, r *partialResult, limit int) error {
+	cand := t.cand
+	narrowed := false
+	for j, w := range ws.words {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if ws.prune && j > 0 {
+			if kept, ok := ws.narrow(t.seg, j, cand, acc, &r.top, limit); ok {
+				if !narrowed {
+					if ws.countAll {
+						r.total += ws.matches(t)
+					}
+					narrowed = true
+					if ws.narrowed != nil {
+						ws.narrowed.Add(1)
+					}
+				}
+				cand = kept
+			}
+		}
+		if err := acc.add(w, w.lists[t.seg], cand, ws.avgdl); err != nil {
+			return err
+		}
+	}
+	matched := acc.collect(segTask{seg: t.seg, cand: cand}, &r.top)
+	if !narrowed || !ws.countAll {
+		r.total += matched
+	}
+	return nil
+}
+
+// Pruning (MaxScore, term at a time). A word's contribution to a score is
+// below idf·(k1+1), so once the words before j are summed, a document can
+// gain at most rest[j]. Let θ be the limit-th best of the scores known to
+// be reached: the partial sums so far (scores only grow) and the final
+// scores of the worker's earlier tasks. A document whose partial sum plus
+// rest[j] is below θ cannot enter the top limit; nor can one no word
+// before j holds, once rest[j] is below θ. Only the others are scored on.
+//
+// The comparisons are strict and the bounds carry a margin (pruneSlack)
+// far above the rounding of a sum of at most MaxQueryTerms terms, so a
+// document that could tie with the limit-th is kept, and every document
+// of the top is scored with every word in the same order as without
+// pruning: the result is the exhaustive one, bit for bit, ties included.
+const pruneSlack = 1e-9
+
+// narrow returns the candidates of segment seg still in the running
+// before word j, with the accumulator entries of the others cleared, or
+// false when it cannot drop any (or would cost more than it saves).
+func (ws *wordSearch) narrow(seg, j int, cand *roaring.Bitmap, acc *accumulator, top *topk.Heap[scoredDoc], limit int) (*roaring.Bitmap, bool) {
+	rest := ws.rest[j] * (1 + pruneSlack)
+	// θ is at most the bound of the words summed so far, unless a heap
+	// (this worker's or, through floor, another's) is already above it.
+	known := math.Float64frombits(ws.floor.Load())
+	if top.Len() == limit {
+		known = max(known, top.Items()[0].score)
+	}
+	if rest >= max(known, ws.rest[0]-ws.rest[j]) {
+		return nil, false
+	}
+	// Finding θ costs two passes over the candidates: worth it only when
+	// the words left have several times more postings to read.
+	var work uint64
+	for _, w := range ws.words[j:] {
+		work += w.lists[seg].Count()
+	}
+	if work < 4*cand.GetCardinality() {
+		return nil, false
+	}
+	best := topk.New(limit, func(a, b float64) bool { return a < b })
+	for _, d := range top.Items() {
+		best.Push(d.score)
+	}
+	it := cand.ManyIterator()
+	buf := make([]uint32, 256)
+	for {
+		k := it.NextMany(buf)
+		if k == 0 {
+			break
+		}
+		for _, d := range buf[:k] {
+			if acc.count[d] > 0 {
+				best.Push(acc.sum[d])
+			}
+		}
+	}
+	theta := known
+	if best.Len() == limit {
+		theta = max(theta, best.Items()[0])
+	}
+	if theta <= 0 || rest >= theta {
+		return nil, false
+	}
+	var kept []uint32
+	it = cand.ManyIterator()
+	for {
+		k := it.NextMany(buf)
+		if k == 0 {
+			break
+		}
+		for _, d := range buf[:k] {
+			if acc.count[d] == 0 {
+				continue
+			}
+			if (acc.sum[d]+ws.rest[j])*(1+pruneSlack) < theta {
+				acc.sum[d], acc.count[d] = 0, 0
+				continue
+			}
+			kept = append(kept, d)
+		}
+	}
+	return roaring.BitmapOf(kept...), true
+}
+
+// raiseFloor makes score the floor if it is higher.
+func (ws *wordSearch) raiseFloor(score float64) {
+	for {
+		old := ws.floor.Load()
+		if score <= math.Float64frombits(old) || ws.floor.CompareAndSwap(old, math.Float64bits(score)) {
+			return
+		}
+	}
+}
+
+// probeFirst cuts the first eighth of the candidates off the largest task
+// and scores it first, on its own: its top gives the pruning of the rest a
+// floor (narrow) from the start. Zap walks a posting list from its start
+// to reach a range, so the cut costs the rest only that eighth again.
+func probeFirst(tasks []segTask) []segTask {
+	if len(tasks) == 0 {
+		return tasks
+	}
+	big := 0
+	for k, t := range tasks {
+		if t.cand.GetCardinality() > tasks[big].cand.GetCardinality() {
+			big = k
+		}
+	}
+	t := tasks[big]
+	n := t.cand.GetCardinality()
+	if n < 4096 { // a small query: the cut would cost more than it saves
+		return tasks
+	}
+	x, err := t.cand.Select(uint32(n / 8))
+	if err != nil {
+		return tasks
+	}
+	probe, rest := t.cand.Clone(), t.cand.Clone()
+	probe.RemoveRange(uint64(x), uint64(math.MaxUint32)+1)
+	rest.RemoveRange(0, uint64(x))
+	out := []segTask{{seg: t.seg, cand: probe}, {seg: t.seg, cand: rest}}
+	for k, o := range tasks {
+		if k != big {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// matches counts the candidates of t that hold any of the words.
+func (ws *wordSearch) matches(t segTask) uint64 {
+	lists := make([]*roaring.Bitmap, len(ws.words))
+	for k, w := range ws.words {
+		lists[k] = postingsBitmap(w.lists[t.seg])
+	}
+	return roaring.FastOr(lists...).AndCardinality(t.cand)
 }
 
 // accumulator holds the partial scores of one segment's documents, by

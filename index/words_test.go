@@ -254,7 +254,7 @@ func TestSearchMatchesReference(t *testing.T) {
 					want := ref[kind].search(pq, user, true)
 					// Every user's queries run on one goroutine and on
 					// several (the work split by segment and document range).
-					docs, total, err := searchWords(ctx, idx, lengths, user, pq, MaxLimit, false, 1+2*(k%2))
+					docs, total, err := searchWords(ctx, idx, lengths, user, pq, MaxLimit, false, evaluation{workers: 1 + 2*(k%2), countAll: true})
 					if err != nil {
 						t.Fatal(err)
 					}
