@@ -19,7 +19,7 @@ Usage:
   hindsight serve  [--addr 127.0.0.1:7420] [--data ./hindsight-data]   run the API server
   hindsight users  create NAME [--password-stdin] | password NAME | list   manage users (and dashboard passwords)
   hindsight keys   create --user NAME [--label TEXT] | list --user NAME | revoke PREFIX
-  hindsight reindex [--data DIR]                                        rebuild the full-text index (server stopped)
+  hindsight reindex [--data DIR] [--text-index bleve|weaviate]          rebuild the configured full-text index (server stopped)
   hindsight reembed [--data DIR] [--embedder E]                         (re)build all vectors for the configured embedder (server stopped)
   hindsight backup --out FILE [--data DIR]                              hot backup of the records (works while serving)
   hindsight restore FILE --data DIR                                     restore a backup into an empty directory
