@@ -14,7 +14,6 @@ import (
 	"io"
 	"maps"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"slices"
@@ -45,29 +44,8 @@ type faultRig struct {
 func startRig(t *testing.T, cfg config.Config) *faultRig {
 	t.Helper()
 	ctx := context.Background()
-	if cfg.Data == "" {
-		cfg.Data = t.TempDir()
-	}
 	logs := &lockedBuffer{}
-	s, err := New(ctx, cfg, zerolog.New(logs))
-	if err != nil {
-		t.Fatal(err)
-	}
-	bg, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.Background(bg)
-	}()
-	srv := httptest.NewServer(s.Handler())
-	t.Cleanup(func() {
-		srv.Close()
-		cancel()
-		<-done
-		if err := s.Close(ctx); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
+	s, srv := serve(t, cfg, zerolog.New(logs))
 	u, err := s.Accounts.CreateUser(ctx, "alice")
 	if err != nil {
 		t.Fatal(err)

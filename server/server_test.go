@@ -22,8 +22,25 @@ import (
 // background work and serves it on loopback until the test ends.
 func start(t *testing.T) (*Server, *httptest.Server) {
 	t.Helper()
+	return serve(t, config.Config{Semantic: config.Semantic{Embedder: "none"}}, zerolog.Nop())
+}
+
+// startWith is start with a given configuration (Data is set here).
+func startWith(t *testing.T, cfg config.Config) (*Server, *httptest.Server) {
+	t.Helper()
+	return serve(t, cfg, zerolog.Nop())
+}
+
+// serve is the one test harness: it wires a server from cfg (in a fresh
+// directory unless cfg.Data is set), runs its background work and serves it
+// on loopback, and closes it all when the test ends.
+func serve(t *testing.T, cfg config.Config, log zerolog.Logger) (*Server, *httptest.Server) {
+	t.Helper()
 	ctx := context.Background()
-	s, err := New(ctx, config.Config{Data: t.TempDir(), Semantic: config.Semantic{Embedder: "none"}}, zerolog.Nop())
+	if cfg.Data == "" {
+		cfg.Data = t.TempDir()
+	}
+	s, err := New(ctx, cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,35 +23,6 @@ import (
 	"github.com/hindsight-dev/hindsight/vectors/weaviate/weaviatetest"
 )
 
-// startWith is start with a given configuration (Data is set here).
-func startWith(t *testing.T, cfg config.Config) (*Server, *httptest.Server) {
-	t.Helper()
-	ctx := context.Background()
-	if cfg.Data == "" {
-		cfg.Data = t.TempDir()
-	}
-	s, err := New(ctx, cfg, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	bg, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.Background(bg)
-	}()
-	srv := httptest.NewServer(s.Handler())
-	t.Cleanup(func() {
-		srv.Close()
-		cancel()
-		<-done
-		if err := s.Close(ctx); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
-	return s, srv
-}
-
 // call sends a request with the key and returns status, headers and body.
 func call(t *testing.T, method, url, key string, body any) (int, http.Header, string) {
 	t.Helper()
