@@ -274,16 +274,7 @@ func (c *diskChildRig) command(cmd string) {
 
 func (c *diskChildRig) do(method, path string, body []byte) answer {
 	c.t.Helper()
-	req, _ := http.NewRequest(method, c.url+path, bytes.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+c.key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		c.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return answer{resp.StatusCode, resp.Header, string(b)}
+	return exchange(c.t, method, c.url+path, c.key, bytes.NewReader(body))
 }
 
 // sync writes n sessions of about textBytes of text each in one batch.

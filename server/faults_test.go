@@ -74,12 +74,19 @@ func (r *faultRig) do(method, path string, body any) answer {
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, _ := http.NewRequest(method, r.url+path, rd)
-	req.Header.Set("Authorization", "Bearer "+r.key)
+	return exchange(r.t, method, r.url+path, r.key, rd)
+}
+
+// exchange sends one request with the API key and reads the whole answer;
+// a transport error fails the test.
+func exchange(t *testing.T, method, url, key string, body io.Reader) answer {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, body)
+	req.Header.Set("Authorization", "Bearer "+key)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		r.t.Fatalf("%s %s: %v", method, path, err)
+		t.Fatalf("%s %s: %v", method, url, err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)

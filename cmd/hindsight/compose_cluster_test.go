@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/hindsight-dev/hindsight/config"
 )
 
@@ -19,27 +17,7 @@ import (
 // and Hindsight in Weaviate mode reading settings the config package
 // accepts.
 func TestComposeClusterFile(t *testing.T) {
-	raw, err := os.ReadFile("../../docker-compose.cluster.yml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	type service struct {
-		Image       string
-		Build       any
-		Hostname    string
-		Environment map[string]string
-		Ports       []string
-		Volumes     []string
-		DependsOn   map[string]map[string]string `yaml:"depends_on"`
-		Healthcheck struct{ Test []string }
-	}
-	var c struct {
-		Services map[string]service
-		Volumes  map[string]any
-	}
-	if err := yaml.Unmarshal(raw, &c); err != nil {
-		t.Fatalf("docker-compose.cluster.yml does not parse: %v", err)
-	}
+	c := readCompose(t, "docker-compose.cluster.yml")
 	script, err := os.ReadFile("../../scripts/weaviate.sh")
 	if err != nil {
 		t.Fatal(err)

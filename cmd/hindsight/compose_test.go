@@ -13,30 +13,7 @@ import (
 // them and assert what self-hosting depends on. `make compose-test` runs the
 // real stack where an engine answers.
 func TestComposeFile(t *testing.T) {
-	raw, err := os.ReadFile("../../docker-compose.yml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	type service struct {
-		Image       string
-		Build       any
-		Command     []string
-		Environment map[string]string
-		Ports       []string
-		Expose      []string
-		Volumes     []string
-		DependsOn   map[string]map[string]string `yaml:"depends_on"`
-		Healthcheck struct {
-			Test []string
-		}
-	}
-	var c struct {
-		Services map[string]service
-		Volumes  map[string]any
-	}
-	if err := yaml.Unmarshal(raw, &c); err != nil {
-		t.Fatalf("docker-compose.yml does not parse: %v", err)
-	}
+	c := readCompose(t, "docker-compose.yml")
 	w, h := c.Services["weaviate"], c.Services["hindsight"]
 	if w.Image == "" || h.Build == nil {
 		t.Fatalf("services: want weaviate (image) and hindsight (build), got %v", c.Services)
@@ -115,4 +92,37 @@ func TestHealthcheckCommand(t *testing.T) {
 	if _, err := runCmd(t, "healthcheck", "--addr", addr); err == nil {
 		t.Error("healthcheck against a stopped server succeeded")
 	}
+}
+
+// composeService is what the compose tests read of a service.
+type composeService struct {
+	Image       string
+	Build       any
+	Command     []string
+	Hostname    string
+	Environment map[string]string
+	Ports       []string
+	Expose      []string
+	Volumes     []string
+	DependsOn   map[string]map[string]string `yaml:"depends_on"`
+	Healthcheck struct{ Test []string }
+}
+
+type composeFile struct {
+	Services map[string]composeService
+	Volumes  map[string]any
+}
+
+// readCompose parses a compose file at the repository root.
+func readCompose(t *testing.T, name string) composeFile {
+	t.Helper()
+	raw, err := os.ReadFile("../../" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c composeFile
+	if err := yaml.Unmarshal(raw, &c); err != nil {
+		t.Fatalf("%s does not parse: %v", name, err)
+	}
+	return c
 }

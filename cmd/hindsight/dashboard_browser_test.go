@@ -56,6 +56,27 @@ type shot struct {
 	png  []byte
 }
 
+// password is the dashboard password firstRunSetup gives alice.
+const password = "correct horse battery"
+
+// firstRunSetup opens a browser on ta, follows the one-time setup link and
+// creates alice's account; the browser is then signed in as alice.
+func firstRunSetup(t *testing.T, ta *testApp) *ui {
+	t.Helper()
+	link, err := ta.app.Dashboard.SetupLink(context.Background())
+	if err != nil || link == "" {
+		t.Fatalf("setup link: %q %v", link, err)
+	}
+	u := newUI(t, ta.srv.URL)
+	u.goTo("setup", link)
+	u.do("fill setup",
+		chromedp.SendKeys(chromedp.ID("name"), "alice"),
+		chromedp.SendKeys(chromedp.ID("password"), password),
+		chromedp.SendKeys(chromedp.ID("password2"), password))
+	u.load("setup done", chromedp.Click(css(`form[action="/setup"] button[type=submit]`)))
+	return u
+}
+
 func newUI(t *testing.T, base string) *ui {
 	t.Helper()
 	exec := requireChromium(t)
@@ -254,21 +275,7 @@ func css(sel string) chromedp.CSS { return chromedp.CSS(sel) }
 func TestDashboardBrowser(t *testing.T) {
 	requireChromium(t)
 	ta := newDashboardApp(t)
-	ctx := context.Background()
-	link, err := ta.app.Dashboard.SetupLink(ctx)
-	if err != nil || link == "" {
-		t.Fatalf("setup link: %q %v", link, err)
-	}
-	u := newUI(t, ta.srv.URL)
-	const password = "correct horse battery"
-
-	// First-run setup.
-	u.goTo("setup", link)
-	u.do("fill setup",
-		chromedp.SendKeys(chromedp.ID("name"), "alice"),
-		chromedp.SendKeys(chromedp.ID("password"), password),
-		chromedp.SendKeys(chromedp.ID("password2"), password))
-	u.load("setup done", chromedp.Click(css(`form[action="/setup"] button[type=submit]`)))
+	u := firstRunSetup(t, ta)
 	if p := u.path(); p != "/settings?welcome=1" {
 		t.Fatalf("after setup at %s", p)
 	}
@@ -466,18 +473,7 @@ func TestDashboardBrowser(t *testing.T) {
 func TestDashboardBrowserDelete(t *testing.T) {
 	requireChromium(t)
 	ta := newDashboardApp(t)
-	link, err := ta.app.Dashboard.SetupLink(context.Background())
-	if err != nil || link == "" {
-		t.Fatalf("setup link: %q %v", link, err)
-	}
-	u := newUI(t, ta.srv.URL)
-	const password = "correct horse battery"
-	u.goTo("setup", link)
-	u.do("fill setup",
-		chromedp.SendKeys(chromedp.ID("name"), "alice"),
-		chromedp.SendKeys(chromedp.ID("password"), password),
-		chromedp.SendKeys(chromedp.ID("password2"), password))
-	u.load("setup done", chromedp.Click(css(`form[action="/setup"] button[type=submit]`)))
+	u := firstRunSetup(t, ta)
 	u.do("label", chromedp.SendKeys(chromedp.ID("label"), "laptop"))
 	u.load("create key", chromedp.Click(css(`form[action="/settings/keys"] button`)))
 	key, err := chromedp.Run(u.ctx, chromedp.Value(chromedp.ID("new-key")))
