@@ -196,7 +196,9 @@ func TestWeaviateCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	sessions, _ := s.Index.(interface{ Collections() (string, string) }).Collections()
-	deadline := time.Now().Add(60 * time.Second)
+	// A liveness bound: async replication repairs in rounds, and under -race
+	// on two loaded cores a round can take tens of seconds.
+	deadline := time.Now().Add(180 * time.Second)
 	for {
 		shards := nodeShards(t, cl.Nodes[2].URL)
 		var want, got int64 = -1, -2
