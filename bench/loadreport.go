@@ -28,6 +28,20 @@ type LoadResult struct {
 	// Growth holds, per cost, the exponent b of cost ∝ sessions^b fitted
 	// over the steps (see GrowthExponent); empty with fewer than 2 steps.
 	Growth map[string]float64 `json:"growth_exponents,omitempty"`
+	// Restore is the restore drill after the last step (--restore).
+	Restore *RestoreTiming `json:"restore,omitempty"`
+}
+
+// RestoreTiming is what recovering a lost node from a backup takes: a hot
+// backup of the records, `hindsight restore` of the file, and a server on
+// the restored records until /ready (the full-text index rebuilt).
+type RestoreTiming struct {
+	Sessions    int     `json:"sessions"`
+	BackupBytes int64   `json:"backup_bytes"`
+	BackupS     float64 `json:"backup_s"`
+	RestoreS    float64 `json:"restore_s"`
+	ReadyS      float64 `json:"ready_s"`
+	TotalS      float64 `json:"total_s"`
 }
 
 // growthMetric is a cost tracked across sizes.
@@ -264,6 +278,14 @@ func LoadMarkdown(r *LoadResult) string {
 				fmt.Fprintf(&b, "| %s | %.2f | %s → %s |\n", m.name, g, humanFloat(m.get(first)), humanFloat(m.get(last)))
 			}
 		}
+	}
+	if rt := r.Restore; rt != nil {
+		fmt.Fprintf(&b, "\nRestore drill after the last step (%d sessions): a hot backup of the records while serving, "+
+			"`hindsight restore` of the file into an empty directory, then a server on the restored records until `/ready` "+
+			"answers 200 (the full-text index rebuilt from the records).\n\n"+
+			"| backup | backup size | restore | start to ready | total |\n|---|---|---|---|---|\n"+
+			"| %.1f s | %.1f MiB | %.1f s | %.1f s | %.1f s |\n",
+			rt.Sessions, rt.BackupS, float64(rt.BackupBytes)/(1<<20), rt.RestoreS, rt.ReadyS, rt.TotalS)
 	}
 	b.WriteString("\nIndex lag is measured under a bulk ingest that outruns the indexer: it is the backlog such an import builds up, " +
 		"not the lag of one live message. Heap is what the Go process allocates; RSS also counts the resident pages of the " +

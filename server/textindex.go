@@ -101,6 +101,35 @@ func openWeaviateText(cfg config.Config, st *kv.Store, log zerolog.Logger) (*wea
 	}, recordsText{st})
 }
 
+// Restore installs the backup file src as the records of the empty
+// directory dir (kv.Restore) and marks both kinds of text index stale. The
+// backup carries the index states of the node it was taken on, but not a
+// Bleve index, and a Weaviate index that outlived the node holds what was
+// written after the backup (and misses nothing the backup has only because
+// it was deleted since): either way the restored node must rebuild the
+// configured index from these records at its first start.
+func Restore(ctx context.Context, src, dir string) error {
+	if err := kv.Restore(src, dir); err != nil {
+		return err
+	}
+	st, err := OpenStore(dir)
+	if err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	for _, kind := range []string{TextBleve, TextWeaviate} {
+		if err == nil {
+			err = setState(ctx, st, kind, "stale")
+		}
+	}
+	if cerr := st.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("restore: mark the text indexes for a rebuild: %w", err)
+	}
+	return nil
+}
+
 func setState(ctx context.Context, st *kv.Store, kind, state string) error {
 	return st.Commit(ctx, func(tx *kv.Tx) error { return tx.SetMeta(stateKey(kind), []byte(state)) })
 }

@@ -304,3 +304,50 @@ func firstUser(t *testing.T, s *Server) string {
 	})
 	return id
 }
+
+// A restored node rebuilds its text index whatever the backup's node had:
+// the index states that travel with the records are reset to stale.
+func TestRestoreMarksIndexesStale(t *testing.T) {
+	ctx := context.Background()
+	src := t.TempDir()
+	st, err := OpenStore(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kind := range []string{TextBleve, TextWeaviate} {
+		if err := setState(ctx, st, kind, "ready"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	file := filepath.Join(t.TempDir(), "backup.db")
+	f, err := os.Create(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Backup(ctx, f); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	st.Close()
+
+	dir := filepath.Join(t.TempDir(), "restored")
+	if err := Restore(ctx, file, dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := Restore(ctx, file, dir); err == nil {
+		t.Error("a second restore into the same directory succeeded")
+	}
+	st, err = OpenStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	st.View(ctx, func(tx *kv.Tx) error {
+		for _, kind := range []string{TextBleve, TextWeaviate} {
+			if got := string(tx.Meta(stateKey(kind))); got != "stale" {
+				t.Errorf("%s index state after restore = %q, want stale", kind, got)
+			}
+		}
+		return nil
+	})
+}

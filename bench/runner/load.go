@@ -35,6 +35,7 @@ type LoadConfig struct {
 	Modes       []string // search modes to time
 	Vectors     Vectors
 	SkipRebuild bool // do not time a full index rebuild at each step
+	Restore     bool // after the last step, time backup, restore and start to ready
 	// TextIndex is the server's full-text index: bleve (or ""), weaviate,
 	// or both (the whole run with Bleve, then again with Weaviate; Out gets
 	// a directory per mode).
@@ -180,6 +181,17 @@ func loadOne(ctx context.Context, base config.Config, c LoadConfig, stdout, stde
 		if c.Out != "" {
 			// Write after every step, so a long --grow run that is stopped
 			// keeps what it measured.
+			res.Finish()
+			if err := bench.WriteLoadFiles(c.Out, res); err != nil {
+				return err
+			}
+		}
+	}
+	if c.Restore {
+		if res.Restore, err = timedRestore(ctx, a.Store, base, c.Vectors, work, progressOut); err != nil {
+			return fmt.Errorf("restore drill: %w", err)
+		}
+		if c.Out != "" {
 			res.Finish()
 			if err := bench.WriteLoadFiles(c.Out, res); err != nil {
 				return err

@@ -8,7 +8,7 @@ import (
 
 	"github.com/hindsight-dev/hindsight/admin"
 	"github.com/hindsight-dev/hindsight/config"
-	"github.com/hindsight-dev/hindsight/kv"
+	"github.com/hindsight-dev/hindsight/server"
 )
 
 // cmdBackup writes a consistent copy of the records file. It reads the file
@@ -61,7 +61,7 @@ func cmdRestore(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if len(pos) != 1 {
 		return &usageError{"usage: hindsight restore FILE --data DIR"}
 	}
-	if err := kv.Restore(pos[0], cfg.Data); err != nil {
+	if err := server.Restore(ctx, pos[0], cfg.Data); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "restored %s into %s; start it with: hindsight serve --data %s (the search index is rebuilt at start)\n", pos[0], cfg.Data, cfg.Data)

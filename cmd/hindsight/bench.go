@@ -153,6 +153,7 @@ func parseBenchLoad(args []string, cfg *config.Config, stderr io.Writer) (runner
 	fs.StringVar(&c.Vectors.Embedder, "embedder", "none", "embedder: none, local, openai or auto; embedding a large generated set takes long (the offline model embeds a few dozen windows a second)")
 	fs.StringVar(&c.Vectors.Store, "store", "embedded", "vector store: embedded or weaviate (needs WEAVIATE_URL)")
 	fs.BoolVar(&c.SkipRebuild, "skip-rebuild", false, "do not time a full index rebuild at each step")
+	fs.BoolVar(&c.Restore, "restore", false, "after the last step, time a hot backup, a restore and a server start until /ready")
 	fs.StringVar(&c.TextIndex, "text-index", "bleve", "the server's full-text index: bleve, weaviate (WEAVIATE_URL, else the pinned server), or both (Bleve, then Weaviate)")
 	fs.BoolVar(&c.JSON, "json", false, "print only JSON")
 	fs.StringVar(&c.Out, "out", "", "directory for report.md, growth charts and result.json")
