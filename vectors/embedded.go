@@ -458,6 +458,45 @@ func (s *Embedded) Hashes(ctx context.Context, userID, sessionID string) (map[in
 	return out, nil
 }
 
+// Stored returns the vectors of a session as stored, in ordinal order, with
+// their text hashes: a caller holding the same texts (the bench's Weaviate
+// peers) can reuse them instead of embedding again.
+func (s *Embedded) Stored(ctx context.Context, userID, sessionID string) ([]Vector, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.gate.RLock()
+	defer s.gate.RUnlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	var out []Vector
+	up := userPrefix(userID)
+	prefix := sessionPrefix(userID, sessionID)
+	err := s.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketVectors).Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			sid, ord, ok := splitKey(k, len(up))
+			if !ok || sid != sessionID {
+				continue
+			}
+			hash, floats, err := decodeValue(v)
+			if err != nil {
+				return fmt.Errorf("session %q ordinal %d: %w", sid, ord, err)
+			}
+			vals := make([]float32, len(floats)/4)
+			decodeFloats(vals, floats)
+			out = append(out, Vector{SessionID: sid, Ordinal: ord, TextHash: hash, Values: vals})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read vectors: %w", err)
+	}
+	slices.SortFunc(out, func(a, b Vector) int { return cmp.Compare(a.Ordinal, b.Ordinal) })
+	return out, nil
+}
+
 // Nearest returns the k chunks of userID most similar to q; see Searcher.
 func (s *Embedded) Nearest(ctx context.Context, userID string, q []float32, k int) ([]Hit, error) {
 	if err := ctx.Err(); err != nil {

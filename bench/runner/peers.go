@@ -66,6 +66,9 @@ type peerEnv struct {
 	weaviateKey string           // WEAVIATE_API_KEY
 	embedder    vectors.Embedder // the run's embedder; nil without one
 	progress    io.Writer        // where to say what is being started
+	// stored, when set, hands the hybrid peers the vectors Hindsight's
+	// embedding stage already computed for a document (see storedVectors).
+	stored *storedVectors
 
 	weaviate *weaviateGroup // the Weaviate peers' shared collection, opened on first use
 }
@@ -125,6 +128,43 @@ type weaviateGroup struct {
 	open   int
 	// queries caches query vectors for the sweeps (SearchAt).
 	queries map[string][]float32
+	stored  *storedVectors
+}
+
+// storedVectors finds a document's vectors in Hindsight's embedded vector
+// store, filled in by the run once the corpus is ingested and embedded.
+// Embedding a corpus with the offline model takes minutes; the peers need
+// the very same vectors, so they take them when every window's text hash
+// matches, and embed only what does not.
+type storedVectors struct {
+	userID    string
+	sessionOf map[string]string // corpus id -> session id
+	store     interface {
+		Stored(ctx context.Context, userID, sessionID string) ([]vectors.Vector, error)
+	}
+}
+
+// lookup returns the stored vectors of docID's texts, in order, or false.
+func (sv *storedVectors) lookup(ctx context.Context, docID string, texts []string) ([][]float32, bool) {
+	if sv == nil || sv.store == nil || len(texts) == 0 {
+		return nil, false
+	}
+	sid, ok := sv.sessionOf[docID]
+	if !ok {
+		return nil, false
+	}
+	vs, err := sv.store.Stored(ctx, sv.userID, sid)
+	if err != nil || len(vs) != len(texts) {
+		return nil, false
+	}
+	out := make([][]float32, len(vs))
+	for i, v := range vs {
+		if v.TextHash != ingest.TextHash(texts[i]) {
+			return nil, false
+		}
+		out[i] = v.Values
+	}
+	return out, true
 }
 
 // openWeaviatePeer returns the peer name searching the run's shared Weaviate
@@ -154,7 +194,7 @@ func openWeaviatePeer(ctx context.Context, name string, env *peerEnv) (bench.Pee
 }
 
 func openWeaviateGroup(ctx context.Context, env *peerEnv) (*weaviateGroup, error) {
-	g := &weaviateGroup{emb: env.embedder, queries: map[string][]float32{}}
+	g := &weaviateGroup{emb: env.embedder, queries: map[string][]float32{}, stored: env.stored}
 	if env.embedder != nil && env.embedder.Model() == vectors.LocalModel {
 		g.window = 64 // as serve's embedding stage for the offline model
 	}
@@ -186,6 +226,7 @@ func openWeaviateGroup(ctx context.Context, env *peerEnv) (*weaviateGroup, error
 func (g *weaviateGroup) index(ctx context.Context, docs []bench.Doc) error {
 	pd := make([]weaviatepeer.Doc, len(docs))
 	var texts []string
+	var toEmbed []int // documents whose vectors are not stored
 	for i, d := range docs {
 		pd[i] = weaviatepeer.Doc{ID: d.ID, Title: d.Title, Text: d.Text}
 		if g.emb == nil {
@@ -196,16 +237,23 @@ func (g *weaviateGroup) index(ctx context.Context, docs []bench.Doc) error {
 		} else {
 			pd[i].Chunks = []string{d.Text}
 		}
+		var dt []string
 		for _, c := range pd[i].Chunks { // embedded as Hindsight embeds a window: under the title
-			texts = append(texts, ingest.EmbedText(d.Title, c))
+			dt = append(dt, ingest.EmbedText(d.Title, c))
 		}
+		if vs, ok := g.stored.lookup(ctx, d.ID, dt); ok {
+			pd[i].Vectors = vs
+			continue
+		}
+		toEmbed = append(toEmbed, i)
+		texts = append(texts, dt...)
 	}
-	if g.emb != nil {
+	if len(texts) > 0 {
 		vs, err := g.emb.Embed(ctx, texts)
 		if err != nil {
 			return fmt.Errorf("embed peer documents: %w", err)
 		}
-		for i := range pd {
+		for _, i := range toEmbed {
 			n := len(pd[i].Chunks)
 			pd[i].Vectors, vs = vs[:n], vs[n:]
 		}

@@ -30,6 +30,7 @@ import (
 	"github.com/hindsight-dev/hindsight/progress"
 	"github.com/hindsight-dev/hindsight/ranking"
 	"github.com/hindsight-dev/hindsight/server"
+	"github.com/hindsight-dev/hindsight/vectors"
 )
 
 // RelevanceConfig is everything bench relevance reads from its flags.
@@ -185,8 +186,9 @@ func Relevance(ctx context.Context, base config.Config, c RelevanceConfig, stdou
 		}
 	}
 
+	stored := &storedVectors{}
 	peers, err := openPeers(ctx, c.Peers, peerEnv{work: work, weaviateURL: base.Semantic.WeaviateURL, weaviateKey: base.Semantic.WeaviateKey,
-		embedder: emb, progress: progressOut})
+		embedder: emb, progress: progressOut, stored: stored})
 	if err != nil {
 		return err
 	}
@@ -219,6 +221,18 @@ func Relevance(ctx context.Context, base config.Config, c RelevanceConfig, stdou
 	userID, docOf, err := sessionDocIDs(ctx, a.Store)
 	if err != nil {
 		return err
+	}
+	var vstore vectors.Store
+	if a.Semantic != nil {
+		vstore = a.Semantic.Store
+	}
+	if sv, ok := vstore.(interface {
+		Stored(ctx context.Context, userID, sessionID string) ([]vectors.Vector, error)
+	}); ok {
+		stored.userID, stored.store, stored.sessionOf = userID, sv, make(map[string]string, len(docOf))
+		for sid, doc := range docOf {
+			stored.sessionOf[doc] = sid
+		}
 	}
 
 	for _, p := range peers {

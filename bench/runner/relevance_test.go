@@ -2,9 +2,12 @@ package runner
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 
 	"github.com/hindsight-dev/hindsight/bench"
+	"github.com/hindsight-dev/hindsight/ingest"
+	"github.com/hindsight-dev/hindsight/vectors"
 )
 
 // countingEmbedder is a working embedder: the vector of a text is its
@@ -49,5 +52,49 @@ func TestCommandLine(t *testing.T) {
 	want := `hindsight bench --dataset 'my data' --sweep rrf.k=1,2 'it'\''s' ''`
 	if got != want {
 		t.Errorf("CommandLine = %s, want %s", got, want)
+	}
+}
+
+// The Weaviate peers take Hindsight's stored vectors only when every window's
+// text hash matches, in ordinal order; anything else is embedded again.
+func TestStoredVectorsLookup(t *testing.T) {
+	ctx := context.Background()
+	st, err := vectors.OpenEmbedded(filepath.Join(t.TempDir(), "v.db"), vectors.EmbeddedOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.SetMeta(ctx, "m", 2); err != nil {
+		t.Fatal(err)
+	}
+	texts := []string{"first window", "second window"}
+	// Ordinals out of order on purpose: lookup returns them sorted.
+	if err := st.Upsert(ctx, "u", map[string][]vectors.Vector{"s1": {
+		{Ordinal: 1, TextHash: ingest.TextHash(texts[1]), Values: []float32{0, 1}},
+		{Ordinal: 0, TextHash: ingest.TextHash(texts[0]), Values: []float32{1, 0}},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	sv := &storedVectors{userID: "u", store: st, sessionOf: map[string]string{"doc1": "s1"}}
+	got, ok := sv.lookup(ctx, "doc1", texts)
+	if !ok || len(got) != 2 || got[0][0] != 1 || got[1][1] != 1 {
+		t.Fatalf("lookup = %v, %v; want the two stored vectors in ordinal order", got, ok)
+	}
+	for name, c := range map[string]struct {
+		doc   string
+		texts []string
+	}{
+		"changed text": {"doc1", []string{"first window", "other"}},
+		"more windows": {"doc1", append(texts, "third")},
+		"unknown doc":  {"doc2", texts},
+		"no texts":     {"doc1", nil},
+	} {
+		if _, ok := sv.lookup(ctx, c.doc, c.texts); ok {
+			t.Errorf("%s: lookup reused stored vectors", name)
+		}
+	}
+	var none *storedVectors
+	if _, ok := none.lookup(ctx, "doc1", texts); ok {
+		t.Error("a nil lookup found vectors")
 	}
 }
