@@ -70,8 +70,29 @@ func (e *EmbedStage) Counts() (embedded, skipped int64) { return e.embedded.Load
 
 type window struct {
 	ordinal int
-	text    string
+	text    string // what is embedded: the body under the title header
+	body    string // the chunk's words alone
 	hash    string
+}
+
+// Window is one embedding window of a session, as the stage embeds it.
+type Window struct {
+	Ordinal  int
+	Text     string // the text embedded: Body under the session's title
+	Body     string // the chunk's words the window holds, without the title
+	TextHash string
+}
+
+// Windows returns the windows the stage embeds for d, in ordinal order. A
+// system compared with Hindsight (the bench's Weaviate peers) indexes the
+// same windows and can take their stored vectors.
+func (e *EmbedStage) Windows(d Doc) []Window {
+	ws := e.windows(d)
+	out := make([]Window, len(ws))
+	for i, w := range ws {
+		out[i] = Window{Ordinal: w.ordinal, Text: w.text, Body: w.body, TextHash: w.hash}
+	}
+	return out
 }
 
 // maxHeaderWords bounds the title header of a window: a title is a line,
@@ -99,9 +120,9 @@ func (e *EmbedStage) windows(d Doc) []window {
 		words = max(words-n, words/2)
 	}
 	var out []window
-	add := func(ordinal int, text string) {
-		text = EmbedText(d.Session.Title, text)
-		out = append(out, window{ordinal: ordinal, text: text, hash: TextHash(text)})
+	add := func(ordinal int, body string) {
+		text := EmbedText(d.Session.Title, body)
+		out = append(out, window{ordinal: ordinal, text: text, body: body, hash: TextHash(text)})
 	}
 	for _, c := range d.Chunks {
 		for i, t := range splitWords(c.Text, words) {

@@ -16,6 +16,7 @@ import (
 	"github.com/hindsight-dev/hindsight/bench"
 	"github.com/hindsight-dev/hindsight/bench/weaviatepeer"
 	"github.com/hindsight-dev/hindsight/ingest"
+	"github.com/hindsight-dev/hindsight/kv"
 	"github.com/hindsight-dev/hindsight/vectors"
 	"github.com/hindsight-dev/hindsight/vectors/weaviate"
 	"github.com/hindsight-dev/hindsight/vectors/weaviate/localweaviate"
@@ -131,40 +132,51 @@ type weaviateGroup struct {
 	stored  *storedVectors
 }
 
-// storedVectors finds a document's vectors in Hindsight's embedded vector
-// store, filled in by the run once the corpus is ingested and embedded.
-// Embedding a corpus with the offline model takes minutes; the peers need
-// the very same vectors, so they take them when every window's text hash
-// matches, and embed only what does not.
+// storedVectors finds a document's windows and their vectors in
+// Hindsight's embedded vector store, filled in by the run once the corpus is
+// ingested and embedded. The hybrid peers then index exactly the windows
+// Hindsight embedded, with the same vectors, and embedding a corpus with the
+// offline model (minutes) is done once, not once per system.
 type storedVectors struct {
 	userID    string
 	sessionOf map[string]string // corpus id -> session id
+	records   *kv.Store
+	stage     *ingest.EmbedStage
 	store     interface {
 		Stored(ctx context.Context, userID, sessionID string) ([]vectors.Vector, error)
 	}
 }
 
-// lookup returns the stored vectors of docID's texts, in order, or false.
-func (sv *storedVectors) lookup(ctx context.Context, docID string, texts []string) ([][]float32, bool) {
-	if sv == nil || sv.store == nil || len(texts) == 0 {
-		return nil, false
+// lookup returns docID's window bodies and their stored vectors, or false
+// when the store does not hold exactly the stage's windows of the session.
+func (sv *storedVectors) lookup(ctx context.Context, docID string) (chunks []string, vecs [][]float32, ok bool) {
+	if sv == nil || sv.store == nil || sv.stage == nil {
+		return nil, nil, false
 	}
 	sid, ok := sv.sessionOf[docID]
 	if !ok {
-		return nil, false
+		return nil, nil, false
 	}
+	var d ingest.Doc
+	if err := sv.records.View(ctx, func(tx *kv.Tx) error {
+		var err error
+		d, err = ingest.LoadDoc(tx, sv.userID, sid)
+		return err
+	}); err != nil {
+		return nil, nil, false
+	}
+	ws := sv.stage.Windows(d)
 	vs, err := sv.store.Stored(ctx, sv.userID, sid)
-	if err != nil || len(vs) != len(texts) {
-		return nil, false
+	if err != nil || len(ws) == 0 || len(vs) != len(ws) {
+		return nil, nil, false
 	}
-	out := make([][]float32, len(vs))
 	for i, v := range vs {
-		if v.TextHash != ingest.TextHash(texts[i]) {
-			return nil, false
+		if v.Ordinal != ws[i].Ordinal || v.TextHash != ws[i].TextHash {
+			return nil, nil, false
 		}
-		out[i] = v.Values
+		chunks, vecs = append(chunks, ws[i].Body), append(vecs, v.Values)
 	}
-	return out, true
+	return chunks, vecs, true
 }
 
 // openWeaviatePeer returns the peer name searching the run's shared Weaviate
@@ -237,13 +249,13 @@ func (g *weaviateGroup) index(ctx context.Context, docs []bench.Doc) error {
 		} else {
 			pd[i].Chunks = []string{d.Text}
 		}
+		if chunks, vs, ok := g.stored.lookup(ctx, d.ID); ok {
+			pd[i].Chunks, pd[i].Vectors = chunks, vs
+			continue
+		}
 		var dt []string
 		for _, c := range pd[i].Chunks { // embedded as Hindsight embeds a window: under the title
 			dt = append(dt, ingest.EmbedText(d.Title, c))
-		}
-		if vs, ok := g.stored.lookup(ctx, d.ID, dt); ok {
-			pd[i].Vectors = vs
-			continue
 		}
 		toEmbed = append(toEmbed, i)
 		texts = append(texts, dt...)

@@ -230,6 +230,7 @@ func Relevance(ctx context.Context, base config.Config, c RelevanceConfig, stdou
 		Stored(ctx context.Context, userID, sessionID string) ([]vectors.Vector, error)
 	}); ok {
 		stored.userID, stored.store, stored.sessionOf = userID, sv, make(map[string]string, len(docOf))
+		stored.records, stored.stage = a.Store, a.Semantic.Stage
 		for sid, doc := range docOf {
 			stored.sessionOf[doc] = sid
 		}

@@ -3,10 +3,14 @@ package runner
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/hindsight-dev/hindsight/bench"
 	"github.com/hindsight-dev/hindsight/ingest"
+	"github.com/hindsight-dev/hindsight/kv"
+	"github.com/hindsight-dev/hindsight/kv/kvtest"
 	"github.com/hindsight-dev/hindsight/vectors"
 )
 
@@ -55,46 +59,83 @@ func TestCommandLine(t *testing.T) {
 	}
 }
 
-// The Weaviate peers take Hindsight's stored vectors only when every window's
-// text hash matches, in ordinal order; anything else is embedded again.
+// The Weaviate peers take the windows Hindsight's embedding stage embedded,
+// with their stored vectors, only while the store holds exactly those
+// windows; otherwise they embed their own.
 func TestStoredVectorsLookup(t *testing.T) {
 	ctx := context.Background()
-	st, err := vectors.OpenEmbedded(filepath.Join(t.TempDir(), "v.db"), vectors.EmbeddedOptions{})
+	recs := kvtest.Open(t)
+	var userID string
+	if err := recs.Commit(ctx, func(tx *kv.Tx) error {
+		u, err := tx.CreateUser("bench", 1)
+		userID = u.ID
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("word ", 150) // three windows of 64 words less the title's
+	b, err := ingest.DecodeBatch([]byte(`{"sessions":[{"externalId":"d1","title":"A title"}],
+	  "messages":[{"sessionExternalId":"d1","externalId":"m","role":"user","parts":[{"type":"text","content":"`+long+`"}]}]}`), ingest.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
-	if err := st.SetMeta(ctx, "m", 2); err != nil {
+	if _, err := ingest.NewService(recs, time.Now).Batch(ctx, userID, b); err != nil {
 		t.Fatal(err)
 	}
-	texts := []string{"first window", "second window"}
-	// Ordinals out of order on purpose: lookup returns them sorted.
-	if err := st.Upsert(ctx, "u", map[string][]vectors.Vector{"s1": {
-		{Ordinal: 1, TextHash: ingest.TextHash(texts[1]), Values: []float32{0, 1}},
-		{Ordinal: 0, TextHash: ingest.TextHash(texts[0]), Values: []float32{1, 0}},
-	}}); err != nil {
+	var doc ingest.Doc
+	recs.View(ctx, func(tx *kv.Tx) error {
+		sid, _ := tx.SessionIDByExternal(userID, "d1")
+		doc, err = ingest.LoadDoc(tx, userID, sid)
+		return err
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
-	sv := &storedVectors{userID: "u", store: st, sessionOf: map[string]string{"doc1": "s1"}}
-	got, ok := sv.lookup(ctx, "doc1", texts)
-	if !ok || len(got) != 2 || got[0][0] != 1 || got[1][1] != 1 {
-		t.Fatalf("lookup = %v, %v; want the two stored vectors in ordinal order", got, ok)
+	vs, err := vectors.OpenEmbedded(filepath.Join(t.TempDir(), "v.db"), vectors.EmbeddedOptions{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	for name, c := range map[string]struct {
-		doc   string
-		texts []string
-	}{
-		"changed text": {"doc1", []string{"first window", "other"}},
-		"more windows": {"doc1", append(texts, "third")},
-		"unknown doc":  {"doc2", texts},
-		"no texts":     {"doc1", nil},
-	} {
-		if _, ok := sv.lookup(ctx, c.doc, c.texts); ok {
-			t.Errorf("%s: lookup reused stored vectors", name)
+	defer vs.Close()
+	if err := vs.SetMeta(ctx, "m", 2); err != nil {
+		t.Fatal(err)
+	}
+	emb := &countingEmbedder{}
+	stage := ingest.NewEmbedStage(vs, emb, ingest.EmbedOptions{WindowWords: 64})
+	if err := stage.Process(ctx, []ingest.Doc{doc}); err != nil {
+		t.Fatal(err)
+	}
+	ws := stage.Windows(doc)
+	if len(ws) < 2 || emb.texts != len(ws) {
+		t.Fatalf("stage embedded %d texts for %d windows; want several windows", emb.texts, len(ws))
+	}
+
+	sv := &storedVectors{userID: userID, records: recs, stage: stage, store: vs,
+		sessionOf: map[string]string{"doc1": doc.Session.ID}}
+	chunks, vecs, ok := sv.lookup(ctx, "doc1")
+	if !ok || len(chunks) != len(ws) || len(vecs) != len(ws) {
+		t.Fatalf("lookup = %d chunks, %d vectors, %v; want the %d windows", len(chunks), len(vecs), ok, len(ws))
+	}
+	for i, w := range ws {
+		if chunks[i] != w.Body || strings.Contains(chunks[i], "A title") {
+			t.Errorf("chunk %d = %q, want the window's body %q", i, chunks[i], w.Body)
+		}
+		// countingEmbedder's vector of a text is (len, 1), stored unit-length.
+		if want := float32(len(w.Text)); vecs[i][0]/vecs[i][1] < want-0.5 || vecs[i][0]/vecs[i][1] > want+0.5 {
+			t.Errorf("vector %d = %v, want the direction of (%v, 1)", i, vecs[i], want)
 		}
 	}
+	if _, _, ok := sv.lookup(ctx, "doc2"); ok {
+		t.Error("lookup found vectors for a document Hindsight does not have")
+	}
+	// A window whose stored hash differs (the text changed) is not reused.
+	if err := vs.Upsert(ctx, userID, map[string][]vectors.Vector{doc.Session.ID: {{Ordinal: ws[0].Ordinal, TextHash: "other", Values: []float32{1, 1}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := sv.lookup(ctx, "doc1"); ok {
+		t.Error("lookup reused a vector whose text hash does not match")
+	}
 	var none *storedVectors
-	if _, ok := none.lookup(ctx, "doc1", texts); ok {
+	if _, _, ok := none.lookup(ctx, "doc1"); ok {
 		t.Error("a nil lookup found vectors")
 	}
 }
