@@ -213,6 +213,7 @@ func documentLengths(seg segment.Segment) ([]uint32, error) {
 type blockCache struct {
 	mu      sync.Mutex
 	entries map[blockKey]*blockEntry
+	segs    map[segment.Segment]int // entries by segment
 	bytes   int64
 	tick    uint64
 	limit   int64 // 0: blockCacheBytes (tests set less)
@@ -240,6 +241,7 @@ func (c *blockCache) get(key blockKey, stale func(any) bool, build func() (any, 
 	c.mu.Lock()
 	if c.entries == nil {
 		c.entries = make(map[blockKey]*blockEntry)
+		c.segs = make(map[segment.Segment]int)
 	}
 	c.tick++
 	e := c.entries[key]
@@ -261,6 +263,7 @@ func (c *blockCache) get(key blockKey, stale func(any) bool, build func() (any, 
 	}
 	e = &blockEntry{done: make(chan struct{}), used: c.tick}
 	c.entries[key] = e
+	c.segs[key.seg]++
 	c.mu.Unlock()
 
 	val, size, err := build()
@@ -283,6 +286,9 @@ func (c *blockCache) remove(key blockKey, e *blockEntry) {
 	if c.entries[key] == e {
 		delete(c.entries, key)
 		c.bytes -= e.size
+		if c.segs[key.seg]--; c.segs[key.seg] == 0 {
+			delete(c.segs, key.seg)
+		}
 	}
 }
 
@@ -316,11 +322,17 @@ func (c *blockCache) evict() {
 	}
 }
 
-// stats returns the cached entries and their bytes.
-func (c *blockCache) stats() (entries int, bytes int64) {
+// stats returns the cached entries, their bytes, and the postings the
+// cached termBlocks hold.
+func (c *blockCache) stats() (entries int, bytes, postings int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.entries), c.bytes
+	for _, e := range c.entries {
+		if tb, ok := e.val.(*termBlocks); ok && e.size > 0 {
+			postings += int64(len(tb.low))
+		}
+	}
+	return len(c.entries), c.bytes, postings
 }
 
 // lengths returns seg's document lengths (documentLengths), cached.
@@ -353,6 +365,30 @@ func (c *blockCache) termBlocks(seg segment.Segment, segLens []uint32, term stri
 		return nil, err
 	}
 	return v.(*termBlocks), nil
+}
+
+// retain drops the entries of segments other than live (those merged
+// away, mostly) once the cache holds entries of many more segments than
+// live: a query of an older snapshot may still need them.
+func (c *blockCache) retain(live []segment.Segment) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.segs) <= 2*len(live)+8 {
+		return
+	}
+	keep := make(map[segment.Segment]bool, len(live))
+	for _, s := range live {
+		keep[s] = true
+	}
+	for k, e := range c.entries {
+		if !keep[k.seg] {
+			select {
+			case <-e.done:
+				c.remove(k, e)
+			default: // being built: its builder adds it
+			}
+		}
+	}
 }
 
 // setLimit sets the cache's limit in bytes (tests set less than

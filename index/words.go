@@ -39,16 +39,20 @@ import (
 // The evaluation goes in steps: look up each term's posting list in every
 // segment (lookUpWords) and weigh the terms (weigh); per segment,
 // intersect the user's documents with the plan's words and the phrase
-// filter into a candidate bitmap (segmentCandidates); decode only the
-// postings in it (candidatePostings) and accumulate their scores in an
-// array indexed by document number (scoreTasks); keep each worker's best
-// in a top-k heap and merge them (mergeTop); load the winners' ids (load).
-// Ties are broken by index order.
+// filter into a candidate bitmap (segmentCandidates). Then, normally
+// (scoreBest), read each term's postings decoded once per segment into
+// blocks with their BM25 maxima (blockmax.go) and score the candidates
+// block by block, best bound first, until no block left can reach the
+// limit-th score; or, exhaustively (scoreAll, tests), decode the
+// candidates' postings through zap (candidatePostings) and accumulate
+// their scores in an array indexed by document number (scoreTasks). Keep
+// each worker's best in a top-k heap and merge them (mergeTop); load the
+// winners' ids (load). Ties are broken by index order.
 //
-// Documents that cannot enter the top limit are not scored to the end
-// (see narrow): the result is the exhaustive evaluation's, to the bit.
-// total is the number of the user's documents that match, or with
-// pruning and without ev.countAll those scored to the end (fewer).
+// The pruned result is the exhaustive evaluation's, to the bit (see
+// pruneSlack). total is the number of the user's documents that match,
+// or with pruning and without ev.countAll those scored to the end
+// (fewer).
 func searchWords(ctx context.Context, idx bleve.Index, lengths *lengthCache, userID string, pq parsedQuery, limit int, explain bool, ev evaluation) (docs []docHit, total uint64, err error) {
 	adv, err := idx.Advanced()
 	if err != nil {
@@ -431,6 +435,11 @@ type blockSearch struct {
 // scoreBest scores the candidates of tasks (one per segment) that may
 // enter the top limit, on workers goroutines (0: one).
 func (ws *wordSearch) scoreBest(ctx context.Context, cache *blockCache, tasks []segTask, workers, limit int) ([]partialResult, error) {
+	live := make([]segment.Segment, len(ws.segs))
+	for i, s := range ws.segs {
+		live[i] = s.Segment()
+	}
+	cache.retain(live)
 	bs, err := ws.prepareBlocks(cache, tasks)
 	if err != nil {
 		return nil, err
