@@ -26,9 +26,10 @@ import (
 // are built on a term's first query in a segment and kept in a blockCache,
 // bounded in bytes, until they are the least recently used.
 const (
-	blockShift = 7
+	blockShift = 6
 	blockSize  = 1 << blockShift
 	blockMask  = blockSize - 1
+	blockWords = blockSize / 64 // words of a block's candidate bitmap
 	// blockCacheBytes bounds the memory of one index's cached blocks.
 	// A cached posting costs 2 bytes, a block 8 (see termBlocks.size).
 	blockCacheBytes = 256 << 20

@@ -427,7 +427,7 @@ type blockSearch struct {
 	terms [][]*termBlocks // by segment, by word; nil: no live posting there
 	coef  [][]float64     // by segment, by word: idf times termBlocks.scaleAt
 	lens  [][]uint32      // by segment: document lengths
-	masks [][][2]uint64   // by segment, by block: the candidates
+	masks [][]uint64      // by segment: the candidates, a bit per document (blockWords per block)
 	mu    sync.Mutex
 	queue []blockRef // a max-heap by ub
 }
@@ -470,8 +470,7 @@ func (ws *wordSearch) scoreBest(ctx context.Context, cache *blockCache, tasks []
 // the candidates by block and queues the blocks with candidates.
 func (ws *wordSearch) prepareBlocks(cache *blockCache, tasks []segTask) (*blockSearch, error) {
 	n := len(ws.segs)
-	bs := &blockSearch{terms: make([][]*termBlocks, n), coef: make([][]float64, n), lens: make([][]uint32, n), masks: make([][][2]uint64, n)}
-	buf := make([]uint32, 256)
+	bs := &blockSearch{terms: make([][]*termBlocks, n), coef: make([][]float64, n), lens: make([][]uint32, n), masks: make([][]uint64, n)}
 	for _, t := range tasks {
 		i := t.seg
 		seg := ws.segs[i].Segment()
@@ -495,23 +494,14 @@ func (ws *wordSearch) prepareBlocks(cache *blockCache, tasks []segTask) (*blockS
 				bs.terms[i][j] = tb
 				bs.coef[i][j] = w.idf * tb.scaleAt(ws.avgdl)
 			}
-			bs.masks[i] = make([][2]uint64, (int(seg.Count())+blockMask)>>blockShift)
+			bs.masks[i] = make([]uint64, (int(seg.Count())+blockMask)>>blockShift*blockWords)
 		}
-		masks := bs.masks[i]
-		it := t.cand.ManyIterator()
-		for {
-			k := it.NextMany(buf)
-			if k == 0 {
-				break
-			}
-			for _, d := range buf[:k] {
-				masks[d>>blockShift][(d>>6)&1] |= 1 << (d & 63)
-			}
-		}
+		// Bitmap containers are copied, not OR'ed: tasks hold one segment each.
+		t.cand.WriteDenseTo(bs.masks[i])
 	}
 	for i, masks := range bs.masks {
-		for b, m := range masks {
-			if m == [2]uint64{} {
+		for b := range len(masks) / blockWords {
+			if !anyBit(masks[b*blockWords : (b+1)*blockWords]) {
 				continue
 			}
 			var ub float64
@@ -544,8 +534,9 @@ func (bs *blockSearch) pop(theta float64) (blockRef, bool, int) {
 	if theta > 0 && top.ub*(1+pruneSlack) < theta {
 		n := 0
 		for _, ref := range bs.queue {
-			m := bs.masks[ref.seg][ref.b]
-			n += bits.OnesCount64(m[0]) + bits.OnesCount64(m[1])
+			for _, m := range bs.masks[ref.seg][ref.b*blockWords : (ref.b+1)*blockWords] {
+				n += bits.OnesCount64(m)
+			}
 		}
 		bs.queue = nil
 		return blockRef{}, false, n
@@ -589,9 +580,7 @@ func (ws *wordSearch) theta(top *topk.Heap[scoredDoc], limit int) float64 {
 // empty or what is left cannot enter the top.
 func (ws *wordSearch) scoreQueue(ctx context.Context, bs *blockSearch, limit int) (r partialResult) {
 	r.top = topk.New(limit, scoredDoc.worse)
-	cur := make([]uint32, len(ws.words))
-	end := make([]uint32, len(ws.words))
-	rest := make([]float64, len(ws.words)+1)
+	sc := newBlockScratch(len(ws.words))
 	for n := 0; ; n++ {
 		if n%64 == 0 {
 			if r.err = ctx.Err(); r.err != nil {
@@ -605,35 +594,46 @@ func (ws *wordSearch) scoreQueue(ctx context.Context, bs *blockSearch, limit int
 		if !ok {
 			return r
 		}
-		ws.scoreBlock(bs, ref, cur, end, rest, &r, limit)
+		ws.scoreBlock(bs, ref, sc, &r, limit)
 		if r.top.Len() == limit {
 			ws.raiseFloor(r.top.Items()[0].score)
 		}
 	}
 }
 
-// scoreBlock scores the candidates of one block into r; cur, end and rest
-// are scratch space for as many words (rest one more).
-func (ws *wordSearch) scoreBlock(bs *blockSearch, ref blockRef, cur, end []uint32, rest []float64, r *partialResult, limit int) {
+// blockScratch is a worker's scratch space for scoreBlock, by word.
+type blockScratch struct {
+	cur, end []uint32  // the word's postings in the block not yet passed
+	ub       []float64 // the word's bound in the block
+	rest     []float64 // the bounds of the words from this one on (one more)
+}
+
+func newBlockScratch(words int) *blockScratch {
+	return &blockScratch{cur: make([]uint32, words), end: make([]uint32, words), ub: make([]float64, words),
+		rest: make([]float64, words+1)}
+}
+
+// scoreBlock scores the candidates of one block into r.
+func (ws *wordSearch) scoreBlock(bs *blockSearch, ref blockRef, sc *blockScratch, r *partialResult, limit int) {
 	seg, b := int(ref.seg), int(ref.b)
 	terms, coef, lens := bs.terms[seg], bs.coef[seg], bs.lens[seg]
+	cur, end, rest := sc.cur, sc.end, sc.rest
 	rest[len(terms)] = 0
 	for j := len(terms) - 1; j >= 0; j-- {
-		rest[j] = rest[j+1]
-		cur[j], end[j] = 0, 0
+		cur[j], end[j], sc.ub[j] = 0, 0, 0
 		if tb := terms[j]; tb != nil {
 			cur[j], end[j] = tb.first[b], tb.first[b+1]
 			if cur[j] < end[j] {
-				rest[j] += coef[j] * float64(tb.bound[b])
+				sc.ub[j] = coef[j] * float64(tb.bound[b])
 			}
 		}
+		rest[j] = rest[j+1] + sc.ub[j]
 	}
 	theta := ws.theta(&r.top, limit)
 	base := uint32(b) << blockShift
-	mask := bs.masks[seg][b]
-	for half, m := range mask {
+	for w, m := range bs.masks[seg][b*blockWords : (b+1)*blockWords] {
 		for m != 0 {
-			low := uint8(half<<6 | bits.TrailingZeros64(m))
+			low := uint8(w<<6 | bits.TrailingZeros64(m))
 			m &= m - 1
 			var score float64
 			matched := false
@@ -668,6 +668,16 @@ func (ws *wordSearch) scoreBlock(bs *blockSearch, ref blockRef, cur, end []uint3
 			}
 		}
 	}
+}
+
+// anyBit reports whether any of words is not zero.
+func anyBit(words []uint64) bool {
+	for _, w := range words {
+		if w != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // raiseFloor makes score the floor if it is higher.
