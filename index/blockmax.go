@@ -32,7 +32,7 @@ const (
 	blockWords = blockSize / 64 // words of a block's candidate bitmap
 	// blockCacheBytes bounds the memory of one index's cached blocks.
 	// A cached posting costs 2 bytes, a block 8 (see termBlocks.size).
-	blockCacheBytes = 256 << 20
+	blockCacheBytes = 128 << 20
 	// minCachedPostings: shorter posting lists are decoded for each query
 	// (about as fast as reading them from the cache) and not kept.
 	minCachedPostings = 128

@@ -398,14 +398,18 @@ func (ws *wordSearch) scoreTasks(ctx context.Context, tasks []segTask, next *ato
 // Pruned evaluation (block-max MaxScore, document at a time). The
 // candidates of every segment are grouped by block (blockSize document
 // numbers); a block's bound is the sum over the words of idf times the
-// word's block maximum there (termBlocks). The blocks are scored best
-// bound first, from a queue the workers share; let θ be the limit-th best
+// word's block maximum there (termBlocks). Let θ be the limit-th best
 // score a worker knows is reached (its own heap's, or the highest another
-// worker's heap has reached: floor). A block whose bound is below θ
-// cannot hold a document of the top, nor can any block after it: the
-// query ends there. Within a block, each candidate's words are summed
-// rarest first, and a document is dropped as soon as its partial sum plus
-// the block maxima of the words left is below θ.
+// worker's heap has reached: floor); a block whose bound is below θ
+// cannot hold a document of the top. The blocks with the best bounds are
+// scored first, from a queue the workers share, so that θ rises early;
+// when the best bound left is below θ the query ends there. The others
+// are then gone through in index order, where reading the blocks'
+// postings one after the other is several times faster than jumping
+// between them, and those still above θ scored. Within a block, each
+// candidate's words are summed rarest first, and a document is dropped as
+// soon as its partial sum plus the block maxima of the words left is
+// below θ.
 //
 // The comparisons are strict and the bounds carry a margin (pruneSlack)
 // far above the rounding of a sum of at most MaxQueryTerms terms, so a
@@ -422,15 +426,39 @@ type blockRef struct {
 	b   int32
 }
 
-// blockSearch is what the pruned evaluation reads, by segment.
+// blockSearch is what the pruned evaluation reads, by segment, and the
+// blocks it goes through.
 type blockSearch struct {
 	terms [][]*termBlocks // by segment, by word; nil: no live posting there
 	coef  [][]float64     // by segment, by word: idf times termBlocks.scaleAt
 	lens  [][]uint32      // by segment: document lengths
 	masks [][]uint64      // by segment: the candidates, a bit per document (blockWords per block)
-	mu    sync.Mutex
-	queue []blockRef // a max-heap by ub
+
+	blocks  []blockRef    // the blocks with candidates, in index order
+	claimed []atomic.Bool // by blocks index: a worker has taken the block
+	next    atomic.Int64  // the next of blocks to go through in order
+	done    atomic.Bool   // no block left can hold a document of the top
+	inOrder atomic.Bool   // the probes are over: blocks go in index order
+
+	mu     sync.Mutex
+	queue  []queued // a max-heap by bound
+	probes int      // blocks still to take from queue
 }
+
+// queued is blocks[k] in the queue, with its bound.
+type queued struct {
+	ub float64
+	k  int32
+}
+
+// probeShare is the share of the blocks scored best bound first (at least
+// minProbes) before the rest are gone through in index order, unless
+// fewer than one block in inOrderShare is left that θ does not rule out.
+const (
+	probeShare   = 1.0 / 32
+	minProbes    = 32
+	inOrderShare = 8
+)
 
 // scoreBest scores the candidates of tasks (one per segment) that may
 // enter the top limit, on workers goroutines (0: one).
@@ -511,41 +539,114 @@ func (ws *wordSearch) prepareBlocks(cache *blockCache, tasks []segTask) (*blockS
 				}
 			}
 			if ub > 0 {
-				bs.queue = append(bs.queue, blockRef{ub: ub, seg: int32(i), b: int32(b)})
+				bs.blocks = append(bs.blocks, blockRef{ub: ub, seg: int32(i), b: int32(b)})
 			}
 		}
+	}
+	bs.claimed = make([]atomic.Bool, len(bs.blocks))
+	bs.queue = make([]queued, len(bs.blocks))
+	for k, ref := range bs.blocks {
+		bs.queue[k] = queued{ub: ref.ub, k: int32(k)}
 	}
 	for k := len(bs.queue)/2 - 1; k >= 0; k-- {
 		bs.down(k)
 	}
+	bs.probes = max(minProbes, int(float64(len(bs.blocks))*probeShare))
 	return bs, nil
 }
 
-// pop takes the block with the highest bound off the queue, unless that
-// bound is below theta: then it empties the queue, and returns false and
-// how many candidates the blocks it dropped held.
-func (bs *blockSearch) pop(theta float64) (blockRef, bool, int) {
+// take returns the index of the next block to score, or false when there
+// is none left that can hold a document of the top (theta is the caller's
+// θ). It counts the candidates of the blocks it passes over in dropped.
+func (bs *blockSearch) take(theta float64, dropped *int) (int, bool) {
+	if bs.done.Load() {
+		return 0, false
+	}
+	if k, ok, more := bs.probe(theta, dropped); !more {
+		return k, ok
+	}
+	for {
+		k := int(bs.next.Add(1) - 1)
+		if k >= len(bs.blocks) {
+			return 0, false
+		}
+		if !bs.claimed[k].CompareAndSwap(false, true) {
+			continue // scored as a probe
+		}
+		if theta > 0 && bs.blocks[k].ub*(1+pruneSlack) < theta {
+			*dropped += bs.candidates(k)
+			continue
+		}
+		return k, true
+	}
+}
+
+// probe takes the block with the best bound off the queue while probes
+// are left (more false), unless that bound is below theta: then every
+// block left is, and the query is done. When the probes run out with few
+// blocks left above theta, it goes on to the end best bound first;
+// otherwise the caller goes through the blocks in index order (more).
+func (bs *blockSearch) probe(theta float64, dropped *int) (k int, ok, more bool) {
+	if bs.inOrder.Load() {
+		return 0, false, true
+	}
 	bs.mu.Lock()
 	defer bs.mu.Unlock()
-	if len(bs.queue) == 0 {
-		return blockRef{}, false, 0
-	}
-	top := bs.queue[0]
-	if theta > 0 && top.ub*(1+pruneSlack) < theta {
-		n := 0
-		for _, ref := range bs.queue {
-			for _, m := range bs.masks[ref.seg][ref.b*blockWords : (ref.b+1)*blockWords] {
-				n += bits.OnesCount64(m)
+	for len(bs.queue) > 0 {
+		if bs.probes == 0 {
+			if bs.inOrder.Load() || !bs.fewAbove(theta) {
+				bs.inOrder.Store(true)
+				return 0, false, true
 			}
+			bs.probes = len(bs.queue)
 		}
-		bs.queue = nil
-		return blockRef{}, false, n
+		k = int(bs.queue[0].k)
+		if theta > 0 && bs.queue[0].ub*(1+pruneSlack) < theta {
+			for _, q := range bs.queue {
+				if bs.claimed[q.k].CompareAndSwap(false, true) {
+					*dropped += bs.candidates(int(q.k))
+				}
+			}
+			bs.queue = nil
+			bs.done.Store(true)
+			return 0, false, false
+		}
+		last := len(bs.queue) - 1
+		bs.queue[0] = bs.queue[last]
+		bs.queue = bs.queue[:last]
+		bs.down(0)
+		if bs.claimed[k].CompareAndSwap(false, true) {
+			bs.probes--
+			return k, true, false
+		}
 	}
-	last := len(bs.queue) - 1
-	bs.queue[0] = bs.queue[last]
-	bs.queue = bs.queue[:last]
-	bs.down(0)
-	return top, true, 0
+	bs.inOrder.Store(true)
+	return 0, false, true
+}
+
+// fewAbove reports whether fewer than one block in inOrderShare of those
+// queued has a bound theta does not rule out. bs.mu is held.
+func (bs *blockSearch) fewAbove(theta float64) bool {
+	if theta <= 0 {
+		return false
+	}
+	n := 0
+	for _, q := range bs.queue {
+		if q.ub*(1+pruneSlack) >= theta {
+			n++
+		}
+	}
+	return n*inOrderShare < len(bs.blocks)
+}
+
+// candidates counts the candidates of blocks[k].
+func (bs *blockSearch) candidates(k int) int {
+	ref := bs.blocks[k]
+	n := 0
+	for _, m := range bs.masks[ref.seg][int(ref.b)*blockWords : int(ref.b+1)*blockWords] {
+		n += bits.OnesCount64(m)
+	}
+	return n
 }
 
 // down restores the heap order below queue[k].
@@ -576,8 +677,8 @@ func (ws *wordSearch) theta(top *topk.Heap[scoredDoc], limit int) float64 {
 	return theta
 }
 
-// scoreQueue scores the queued blocks one at a time until the queue is
-// empty or what is left cannot enter the top.
+// scoreQueue scores the blocks one at a time until none is left that can
+// hold a document of the top.
 func (ws *wordSearch) scoreQueue(ctx context.Context, bs *blockSearch, limit int) (r partialResult) {
 	r.top = topk.New(limit, scoredDoc.worse)
 	sc := newBlockScratch(len(ws.words))
@@ -587,14 +688,15 @@ func (ws *wordSearch) scoreQueue(ctx context.Context, bs *blockSearch, limit int
 				return r
 			}
 		}
-		ref, ok, dropped := bs.pop(ws.theta(&r.top, limit))
+		dropped := 0
+		k, ok := bs.take(ws.theta(&r.top, limit), &dropped)
 		if ws.pruned != nil && dropped > 0 {
 			ws.pruned.Add(int64(dropped))
 		}
 		if !ok {
 			return r
 		}
-		ws.scoreBlock(bs, ref, sc, &r, limit)
+		ws.scoreBlock(bs, bs.blocks[k], sc, &r, limit)
 		if r.top.Len() == limit {
 			ws.raiseFloor(r.top.Items()[0].score)
 		}
