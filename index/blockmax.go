@@ -17,9 +17,9 @@ import (
 // common word. termBlocks is a term's postings in one segment decoded once
 // into a form that can be read anywhere: the postings cut into blocks of
 // blockSize document numbers, each with the largest term-frequency part
-// of BM25 its postings reach (its block maximum). Queries (scoreBlocks)
-// then score the blocks most likely to hold the best documents first and
-// stop at the first block whose maxima cannot reach the limit-th score.
+// of BM25 its postings reach (its block maximum). Queries (scoreBest)
+// then score only the blocks whose maxima can still reach the limit-th
+// score, the most promising first.
 //
 // Segments are immutable (deletions only hide documents, so a maximum over
 // all of a segment's postings still bounds the live ones), so the blocks
@@ -35,9 +35,9 @@ const (
 	blockCacheBytes = 128 << 20
 	// minCachedPostings: shorter posting lists are decoded for each query
 	// (about as fast as reading them from the cache) and not kept.
-	minCachedPostings = 128
+	minCachedPostings = 16
 	// boundDrift is how far the mean length may grow past the one a term's
-	// maxima were computed with before they are recomputed (see boundAt).
+	// maxima were computed with before they are recomputed (see scaleAt).
 	boundDrift = 1.1
 )
 

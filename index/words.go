@@ -527,18 +527,26 @@ func (ws *wordSearch) prepareBlocks(cache *blockCache, tasks []segTask) (*blockS
 		// Bitmap containers are copied, not OR'ed: tasks hold one segment each.
 		t.cand.WriteDenseTo(bs.masks[i])
 	}
+	var ubs []float64
 	for i, masks := range bs.masks {
-		for b := range len(masks) / blockWords {
-			if !anyBit(masks[b*blockWords : (b+1)*blockWords]) {
+		if masks == nil {
+			continue
+		}
+		// Word by word, so that each word's maxima are read in one pass
+		// (an empty block's maximum is 0).
+		ubs = slices.Grow(ubs[:0], len(masks)/blockWords)[:len(masks)/blockWords]
+		clear(ubs)
+		for j, tb := range bs.terms[i] {
+			if tb == nil {
 				continue
 			}
-			var ub float64
-			for j, tb := range bs.terms[i] {
-				if tb != nil && tb.first[b] < tb.first[b+1] {
-					ub += bs.coef[i][j] * float64(tb.bound[b])
-				}
+			c := bs.coef[i][j]
+			for b, m := range tb.bound[:len(ubs)] {
+				ubs[b] += c * float64(m)
 			}
-			if ub > 0 {
+		}
+		for b, ub := range ubs {
+			if ub > 0 && anyBit(masks[b*blockWords:(b+1)*blockWords]) {
 				bs.blocks = append(bs.blocks, blockRef{ub: ub, seg: int32(i), b: int32(b)})
 			}
 		}
