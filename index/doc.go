@@ -169,11 +169,14 @@
 // blockCacheBytes per index, least recently used out first, the entries
 // of merged-away segments dropped once they outnumber the live ones. A
 // query bounds each block holding candidates by the sum over its words of
-// idf times the block maximum, scores the blocks best bound first, document
-// at a time (words rarest first; a document is dropped as soon as its
-// partial sum plus the maxima of the words left is below θ, the limit-th
-// best score reached), and stops at the first block whose bound is below
-// θ. Comparisons are strict with a margin far above rounding and a kept
+// idf times the block maximum and scores the blocks document at a time
+// (words rarest first; a document is dropped as soon as its partial sum
+// plus the maxima of the words left is below θ, the limit-th best score
+// reached): a thirty-second of them best bound first, so that θ rises
+// early, stopping as soon as the best bound left is below θ; then, unless
+// few are left above θ, the others in index order (reading blocks in
+// order is several times faster than jumping between them), skipping those
+// whose bound is below θ. Comparisons are strict with a margin far above rounding and a kept
 // document is summed in the same order as in the exhaustive evaluation
 // (zap's iterators, term at a time, kept as the reference), so results
 // are the exhaustive ones to the bit, ties included
@@ -185,22 +188,30 @@
 // a search (debug log only) are counted exactly only when the debug log is
 // on: it costs a union of posting bitmaps.
 //
-// Measured with TestSearchPerf (bench corpus, 4 users, limit 20; 2 cores
-// shared with other work at a load average of 13-17, so wall times are
-// upper bounds), CPU per query went from 0.68 to 0.12 ms at 10,000
-// sessions, 1.47 to 0.29 ms at 30,000, 4.4 to 0.47 ms at 100,000 and 15 to
-// 0.94 ms at 300,000 (growth exponent 0.82 before, 0.60 after); p99 at
-// 300,000 is 2.3 ms against 260 ms. The cache held 2.35-2.41 bytes per
-// cached posting, 41 MiB at 300,000 sessions after the load bench's 300
-// queries. A query on a cold cache pays the decoding of its words' posting
-// lists, about what the evaluation cost before (warm-up pass at 300,000
-// sessions: 3.7 ms CPU per query), and so does the first query of a word
-// after a merge made a new segment. What is left grows with the blocks a
-// query must score: title queries ("Add tests for cache stale entries in
-// data-pipeline"), whose words many sessions of similar titles share,
-// leave θ within a few percent of thousands of documents' bounds and score
-// nearly every block; they are the slowest (1.8 ms at 300,000 sessions)
-// and grow about linearly.
+// Measured with TestSearchPerf (bench corpus, 4 users, limit 20, one
+// goroutine per query; 2 cores shared with other work at a load average of
+// 12-14, so wall times are upper bounds; means of two runs), CPU per query
+// went from 0.63 to 0.12 ms at 10,000 sessions, 1.38 to 0.24 ms at 30,000,
+// 4.4 to 0.42 ms at 100,000 and 14.2 to 0.81 ms at 300,000 (growth exponent
+// 0.92 before, 0.55 after), p99 at 300,000 from 181 to 4.7 ms, and the
+// slowest query's median from 65 to 2.0 ms (exponent 1.16 before, 0.69
+// after). The cache held 2.35-2.42 bytes per cached posting, 42 MiB at
+// 300,000 sessions after the load bench's 300 queries. A query on a cold
+// cache pays the decoding of its words' posting lists, about what the
+// evaluation cost before (warm-up pass at 300,000 sessions: 3.5 ms CPU per
+// query), and so does the first query of a word after a merge made a new
+// segment.
+//
+// What is left grows with the candidates and the blocks: every query
+// intersects the user's documents with the selective words' posting
+// bitmaps and sums its words' maxima over every block (both linear, with
+// small constants), and title queries ("Add tests for cache stale entries
+// in data-pipeline"), whose words many sessions of similar titles share,
+// leave θ within a few percent of most blocks' bounds and score nearly
+// every block; they are the slowest (1.4 ms CPU at 300,000 sessions) and
+// grow with exponent about 0.7. Tighter bounds for them need maxima over
+// fewer documents: per user (blocks of one user's documents, or per-user
+// segments) or over sub-blocks.
 //
 // Put analyses the documents on every core (analysis happens when the
 // documents are built, so that their length is known for fieldLength) and
