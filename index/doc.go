@@ -150,41 +150,68 @@
 //
 // Queries do not go through Bleve's searchers (but for the phrase and
 // exclusion filters): searchWords reads the segments of the scorch
-// snapshot directly, intersects each word's posting bitmap with the user's
-// documents (and with the selective words' documents, per the plan above,
-// and the phrase filter), decodes only those postings and sums scores term
-// at a time into an array; it spends about 2.6 times less CPU than Bleve's
-// per-posting searcher, scorer and collector did. A posting of a query word
-// still costs about 20 ns whether the user owns it or not (zap cannot jump
-// within a block), so latency grows with all users' postings of the query
-// words.
+// snapshot directly and intersects the user's documents with the selective
+// words' documents (per the plan above) and the phrase filter into the
+// candidates. Zap cannot reach a posting's frequency and norm without
+// decoding its chunk of about 1,024 postings from the start, so an
+// evaluator over zap's iterators reads every posting of a common word
+// (about 20 ns each, whether the user owns it or not): its cost grows with
+// all users' postings of the query words, whatever it prunes.
 //
-// Top-k evaluation prunes (MaxScore, term at a time; words.go, narrow).
-// The words are summed rarest first, so what the words left can still add
-// to a score is bounded by the sum of their idf·(k1+1). Before each word,
-// when that bound is below θ, the limit-th best score known to be reached
-// (partial sums only grow; workers share the limit-th final score of their
-// heaps, and a probe eighth of the largest segment is scored first to give
-// one early), documents no word has matched yet are not scored, nor are
-// those whose partial sum plus the bound is below θ; the common words'
-// postings are then decoded only for the few documents left. Comparisons
-// are strict with a margin far above rounding, and a kept document is
-// summed in the same order, so results are the exhaustive evaluation's to
-// the bit, ties included (TestPruningMatchesExhaustive: 10,000 generated
-// sessions, 1,000 load-bench queries, top 100, ids and scores compared
-// with ==; 2,000 sessions and 300 queries under the race detector). The
-// total matches of a search (debug log only) are counted exactly only when
-// the debug log is on: it costs a union of posting bitmaps.
+// Top-k evaluation therefore reads a second form of the postings
+// (blockmax.go). The first query of a term in a segment decodes all its
+// postings once into blocks of 64 document numbers: a byte for the
+// document within its block and a byte for the frequency per posting (the
+// lengths come from fieldLength, once per segment), and per block the
+// largest tf part of BM25 its postings reach. Segments are immutable
+// (deletions only hide documents, so the maxima still bound the live
+// ones), and the blocks are kept per segment in a cache bounded to
+// blockCacheBytes per index, least recently used out first, the entries
+// of merged-away segments dropped once they outnumber the live ones. A
+// query bounds each block holding candidates by the sum over its words of
+// idf times the block maximum and scores the blocks document at a time
+// (words rarest first; a document is dropped as soon as its partial sum
+// plus the maxima of the words left is below θ, the limit-th best score
+// reached): a thirty-second of them best bound first, so that θ rises
+// early, stopping as soon as the best bound left is below θ; then, unless
+// few are left above θ, the others in index order (reading blocks in
+// order is several times faster than jumping between them), skipping those
+// whose bound is below θ. Comparisons are strict with a margin far above rounding and a kept
+// document is summed in the same order as in the exhaustive evaluation
+// (zap's iterators, term at a time, kept as the reference), so results
+// are the exhaustive ones to the bit, ties included
+// (TestPruningMatchesExhaustive: 10,000 generated sessions in several
+// segments, 4 users, 1,000 load-bench queries with phrases and exclusions
+// mixed in, deletions after the blocks were cached, then a cache small
+// enough to evict; top 100, ids and scores compared with ==; 2,000
+// sessions and 300 queries under the race detector). The total matches of
+// a search (debug log only) are counted exactly only when the debug log is
+// on: it costs a union of posting bitmaps.
 //
-// What pruning saves is bounded by zap: on the bench corpus the candidates
-// left after the rare words shrink tenfold to a hundredfold, but most
-// query words are in 40-90% of all documents, and zap still walks every
-// posting of a filtered list and decodes the 1,024-posting chunk of each
-// remaining candidate. Measured with TestSearchPerf (100,000 sessions, 4
-// users, limit 20), CPU per query went from 4.9-5.1 ms to 4.4-4.6 ms
-// (single goroutine: 4.2-4.4 to 3.8-3.9 ms); at 10,000 sessions it is
-// unchanged (0.45 ms). Sublinear latency needs postings that can be
-// skipped (block maxima, per-user segments), not a better evaluator.
+// Measured with TestSearchPerf (bench corpus, 4 users, limit 20, one
+// goroutine per query; 2 cores shared with other work at a load average of
+// 12-14, so wall times are upper bounds; means of two runs), CPU per query
+// went from 0.63 to 0.12 ms at 10,000 sessions, 1.38 to 0.24 ms at 30,000,
+// 4.4 to 0.42 ms at 100,000 and 14.2 to 0.81 ms at 300,000 (growth exponent
+// 0.92 before, 0.55 after), p99 at 300,000 from 181 to 4.7 ms, and the
+// slowest query's median from 65 to 2.0 ms (exponent 1.16 before, 0.69
+// after). The cache held 2.35-2.42 bytes per cached posting, 42 MiB at
+// 300,000 sessions after the load bench's 300 queries. A query on a cold
+// cache pays the decoding of its words' posting lists, about what the
+// evaluation cost before (warm-up pass at 300,000 sessions: 3.5 ms CPU per
+// query), and so does the first query of a word after a merge made a new
+// segment.
+//
+// What is left grows with the candidates and the blocks: every query
+// intersects the user's documents with the selective words' posting
+// bitmaps and sums its words' maxima over every block (both linear, with
+// small constants), and title queries ("Add tests for cache stale entries
+// in data-pipeline"), whose words many sessions of similar titles share,
+// leave θ within a few percent of most blocks' bounds and score nearly
+// every block; they are the slowest (1.4 ms CPU at 300,000 sessions) and
+// grow with exponent about 0.7. Tighter bounds for them need maxima over
+// fewer documents: per user (blocks of one user's documents, or per-user
+// segments) or over sub-blocks.
 //
 // Put analyses the documents on every core (analysis happens when the
 // documents are built, so that their length is known for fieldLength) and

@@ -99,12 +99,15 @@ type segmentLengths struct {
 	docs, total uint64
 }
 
-// lengthCache keeps the length totals of an index's segments. Segments are
-// immutable but for deletions, so a total is recounted only when a segment
-// is new or has lost documents. It is safe for concurrent use.
+// lengthCache keeps what queries learn about an index's segments: their
+// length totals and (blocks) the block maxima of the query terms.
+// Segments are immutable but for deletions, so a total is recounted only
+// when a segment is new or has lost documents. It is safe for concurrent
+// use.
 type lengthCache struct {
-	mu   sync.Mutex
-	segs map[segment.Segment]segmentLengths
+	mu     sync.Mutex
+	segs   map[segment.Segment]segmentLengths
+	blocks blockCache
 }
 
 // avgLength returns the mean length of the live documents of segs.

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"math/bits"
 	"runtime"
 	"slices"
 	"sort"
@@ -38,16 +39,20 @@ import (
 // The evaluation goes in steps: look up each term's posting list in every
 // segment (lookUpWords) and weigh the terms (weigh); per segment,
 // intersect the user's documents with the plan's words and the phrase
-// filter into a candidate bitmap (segmentCandidates); decode only the
-// postings in it (candidatePostings) and accumulate their scores in an
-// array indexed by document number (scoreTasks); keep each worker's best
-// in a top-k heap and merge them (mergeTop); load the winners' ids (load).
-// Ties are broken by index order.
+// filter into a candidate bitmap (segmentCandidates). Then, normally
+// (scoreBest), read each term's postings decoded once per segment into
+// blocks with their BM25 maxima (blockmax.go) and score the candidates
+// block by block, best bound first, until no block left can reach the
+// limit-th score; or, exhaustively (scoreAll, tests), decode the
+// candidates' postings through zap (candidatePostings) and accumulate
+// their scores in an array indexed by document number (scoreTasks). Keep
+// each worker's best in a top-k heap and merge them (mergeTop); load the
+// winners' ids (load). Ties are broken by index order.
 //
-// Documents that cannot enter the top limit are not scored to the end
-// (see narrow): the result is the exhaustive evaluation's, to the bit.
-// total is the number of the user's documents that match, or with
-// pruning and without ev.countAll those scored to the end (fewer).
+// The pruned result is the exhaustive evaluation's, to the bit (see
+// pruneSlack). total is the number of the user's documents that match,
+// or with pruning and without ev.countAll those scored to the end
+// (fewer).
 func searchWords(ctx context.Context, idx bleve.Index, lengths *lengthCache, userID string, pq parsedQuery, limit int, explain bool, ev evaluation) (docs []docHit, total uint64, err error) {
 	adv, err := idx.Advanced()
 	if err != nil {
@@ -93,30 +98,17 @@ func searchWords(ctx context.Context, idx bleve.Index, lengths *lengthCache, use
 		return nil, 0, err
 	}
 	ws.weigh(n, avgdl)
-	ws.prune, ws.countAll, ws.narrowed = !ev.exhaustive && limit > 0, ev.countAll, ev.narrowed
+	ws.countAll, ws.pruned = ev.countAll, ev.pruned
 	tasks, work := ws.candidates(plan)
 	if len(tasks) == 0 {
 		return nil, 0, nil
 	}
-	workers := ev.workers
-	if workers <= 0 {
-		workers = 1
-		if work >= parallelWork {
-			workers = min(runtime.GOMAXPROCS(0), maxSearchWorkers)
-		}
+	var parts []partialResult
+	if ev.exhaustive || limit <= 0 {
+		parts = ws.scoreAll(ctx, tasks, work, ev.workers, limit)
+	} else if parts, err = ws.scoreBest(ctx, &lengths.blocks, tasks, ev.workers, limit); err != nil {
+		return nil, 0, err
 	}
-	if workers > 1 {
-		tasks = splitTasks(tasks, workers)
-	} else if ws.prune {
-		tasks = probeFirst(tasks)
-	}
-	parts := make([]partialResult, workers)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for k := range parts {
-		wg.Go(func() { parts[k] = ws.scoreTasks(ctx, tasks, &next, limit) })
-	}
-	wg.Wait()
 	best, total, err := mergeTop(parts, limit)
 	if err != nil {
 		return nil, 0, err
@@ -129,16 +121,17 @@ func searchWords(ctx context.Context, idx bleve.Index, lengths *lengthCache, use
 
 // evaluation tunes how searchWords evaluates a query, not what it
 // returns: workers is how many goroutines score it (0 chooses: one for a
-// small query, else up to GOMAXPROCS; tests force more), exhaustive
-// turns pruning off, for tests that compare the two, countAll makes the
-// total count the matches pruning skipped too (it costs a union of the
-// words' posting bitmaps), and narrowed (when not nil) counts the tasks
-// pruning narrowed.
+// pruned query; for an exhaustive one, one for a small query, else up to
+// GOMAXPROCS; tests force more), exhaustive turns pruning off, for tests
+// that compare the two, countAll makes the total count the matches
+// pruning skipped too (it costs a union of the words' posting bitmaps),
+// and pruned (when not nil) counts the candidates pruning did not score
+// to the end.
 type evaluation struct {
 	workers    int
 	exhaustive bool
 	countAll   bool
-	narrowed   *atomic.Int64
+	pruned     *atomic.Int64
 }
 
 // wordSearch is what searchWords reads from one index snapshot.
@@ -148,14 +141,10 @@ type wordSearch struct {
 	words  []wordPostings
 	filter *docFilter // nil: no phrase or exclusion
 	// maxDocs is the largest segment's document count.
-	maxDocs int
-	avgdl   float64 // set by weigh
-	// rest[j] bounds what the words from j on can add to a score (set by
-	// weigh); rest[0] bounds a whole score.
-	rest     []float64
-	prune    bool // skip the documents that cannot enter the top (narrow)
-	countAll bool // total counts the documents pruning skipped
-	narrowed *atomic.Int64
+	maxDocs  int
+	avgdl    float64 // set by weigh
+	countAll bool    // total counts the documents pruning skipped
+	pruned   *atomic.Int64
 	// floor is the highest limit-th score a worker's heap has reached
 	// (float64 bits; scores are positive, so their bits order like them):
 	// every worker may prune below it.
@@ -212,10 +201,6 @@ func (ws *wordSearch) weigh(n uint64, avgdl float64) {
 	sort.SliceStable(words, func(a, b int) bool { return words[a].df < words[b].df })
 	for j := range words {
 		words[j].idf = bm25IDF(n, words[j].df)
-	}
-	ws.rest = make([]float64, len(words)+1)
-	for j := len(words) - 1; j >= 0; j-- {
-		ws.rest[j] = ws.rest[j+1] + words[j].idf*(bm25K1+1)
 	}
 }
 
@@ -294,12 +279,12 @@ func postingsBitmap(pl segment.PostingsList) *roaring.Bitmap {
 	}
 }
 
-// Parallel evaluation. A query's segments (and, for balance, ranges of
-// documents within a large segment) are independent until the final top-k
-// merge, so a query with enough postings to read is spread over up to
-// maxSearchWorkers goroutines. Latency, not throughput, is what this buys:
-// the load bench's heaviest queries read ~360,000 postings (~7 ms on one
-// core); concurrent queries compete for the same cores either way.
+// Exhaustive evaluation (evaluation.exhaustive: tests compare the pruned
+// evaluation with it). Every word's postings in the candidates are decoded
+// through zap and summed into an accumulator, term at a time. A query's
+// segments (and, for balance, ranges of documents within a large segment)
+// are independent until the final top-k merge, so a query with enough
+// postings to read is spread over up to maxSearchWorkers goroutines.
 const (
 	maxSearchWorkers = 4
 	// parallelWork is the number of postings to read below which a query
@@ -307,6 +292,28 @@ const (
 	// starting goroutines and merging their heaps.
 	parallelWork = 20_000
 )
+
+// scoreAll scores every candidate of tasks on workers goroutines (0
+// chooses from the work, the postings to read).
+func (ws *wordSearch) scoreAll(ctx context.Context, tasks []segTask, work uint64, workers, limit int) []partialResult {
+	if workers <= 0 {
+		workers = 1
+		if work >= parallelWork {
+			workers = min(runtime.GOMAXPROCS(0), maxSearchWorkers)
+		}
+	}
+	if workers > 1 {
+		tasks = splitTasks(tasks, workers)
+	}
+	parts := make([]partialResult, workers)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for k := range parts {
+		wg.Go(func() { parts[k] = ws.scoreTasks(ctx, tasks, &next, limit) })
+	}
+	wg.Wait()
+	return parts
+}
 
 // splitTasks cuts tasks holding more than a fair share (half a worker's)
 // of all candidates into ranges of document numbers, so that workers
@@ -373,135 +380,414 @@ func (ws *wordSearch) scoreTasks(ctx context.Context, tasks []segTask, next *ato
 		if k >= len(tasks) {
 			break
 		}
-		if r.err = ws.scoreTask(ctx, tasks[k], acc, &r, limit); r.err != nil {
-			return r
+		t := tasks[k]
+		for _, w := range ws.words {
+			if r.err = ctx.Err(); r.err != nil {
+				return r
+			}
+			if r.err = acc.add(w, w.lists[t.seg], t.cand, ws.avgdl); r.err != nil {
+				return r
+			}
 		}
-		if r.top.Len() == limit {
-			ws.raiseFloor(r.top.Items()[0].score)
-		}
+		r.total += acc.collect(t, &r.top)
 	}
 	clean = true
 	return r
 }
 
-// scoreTask scores one task's candidates into r. The words come rarest
-// first, the order their contributions are summed in; before each word
-// after the first, narrow may drop the candidates that can no longer
-// enter the top limit, so that the common words' postings are decoded
-// only for the documents still in the running.
-func (ws *wordSearch) scoreTask(ctx context.Context, t segTask, acc *accumulator, r *partialResult, limit int) error {
-	cand := t.cand
-	narrowed := false
-	for j, w := range ws.words {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if ws.prune && j > 0 {
-			if kept, ok := ws.narrow(t.seg, j, cand, acc, &r.top, limit); ok {
-				if !narrowed {
-					if ws.countAll {
-						r.total += ws.matches(t)
-					}
-					narrowed = true
-					if ws.narrowed != nil {
-						ws.narrowed.Add(1)
-					}
-				}
-				cand = kept
-			}
-		}
-		if err := acc.add(w, w.lists[t.seg], cand, ws.avgdl); err != nil {
-			return err
-		}
-	}
-	matched := acc.collect(segTask{seg: t.seg, cand: cand}, &r.top)
-	if !narrowed || !ws.countAll {
-		r.total += matched
-	}
-	return nil
-}
-
-// Pruning (MaxScore, term at a time). A word's contribution to a score is
-// below idf·(k1+1), so once the words before j are summed, a document can
-// gain at most rest[j]. Let θ be the limit-th best of the scores known to
-// be reached: the partial sums so far (scores only grow) and the final
-// scores of the worker's earlier tasks. A document whose partial sum plus
-// rest[j] is below θ cannot enter the top limit; nor can one no word
-// before j holds, once rest[j] is below θ. Only the others are scored on.
+// Pruned evaluation (block-max MaxScore, document at a time). The
+// candidates of every segment are grouped by block (blockSize document
+// numbers); a block's bound is the sum over the words of idf times the
+// word's block maximum there (termBlocks). Let θ be the limit-th best
+// score a worker knows is reached (its own heap's, or the highest another
+// worker's heap has reached: floor); a block whose bound is below θ
+// cannot hold a document of the top. The blocks with the best bounds are
+// scored first, from a queue the workers share, so that θ rises early;
+// when the best bound left is below θ the query ends there. The others
+// are then gone through in index order, where reading the blocks'
+// postings one after the other is several times faster than jumping
+// between them, and those still above θ scored. Within a block, each
+// candidate's words are summed rarest first, and a document is dropped as
+// soon as its partial sum plus the block maxima of the words left is
+// below θ.
 //
 // The comparisons are strict and the bounds carry a margin (pruneSlack)
 // far above the rounding of a sum of at most MaxQueryTerms terms, so a
 // document that could tie with the limit-th is kept, and every document
-// of the top is scored with every word in the same order as without
-// pruning: the result is the exhaustive one, bit for bit, ties included.
+// of the top is summed with the same terms in the same order as in the
+// exhaustive evaluation: the result is that evaluation's, bit for bit,
+// ties included.
 const pruneSlack = 1e-9
 
-// narrow returns the candidates of segment seg still in the running
-// before word j, with the accumulator entries of the others cleared, or
-// false when it cannot drop any (or would cost more than it saves).
-func (ws *wordSearch) narrow(seg, j int, cand *roaring.Bitmap, acc *accumulator, top *topk.Heap[scoredDoc], limit int) (*roaring.Bitmap, bool) {
-	rest := ws.rest[j] * (1 + pruneSlack)
-	// θ is at most the bound of the words summed so far, unless a heap
-	// (this worker's or, through floor, another's) is already above it.
-	known := math.Float64frombits(ws.floor.Load())
+// blockRef is block b of segment seg, with the bound of its scores.
+type blockRef struct {
+	ub  float64
+	seg int32
+	b   int32
+}
+
+// blockSearch is what the pruned evaluation reads, by segment, and the
+// blocks it goes through.
+type blockSearch struct {
+	terms [][]*termBlocks // by segment, by word; nil: no live posting there
+	coef  [][]float64     // by segment, by word: idf times termBlocks.scaleAt
+	lens  [][]uint32      // by segment: document lengths
+	masks [][]uint64      // by segment: the candidates, a bit per document (blockWords per block)
+
+	blocks  []blockRef    // the blocks with candidates, in index order
+	claimed []atomic.Bool // by blocks index: a worker has taken the block
+	next    atomic.Int64  // the next of blocks to go through in order
+	done    atomic.Bool   // no block left can hold a document of the top
+	inOrder atomic.Bool   // the probes are over: blocks go in index order
+
+	mu     sync.Mutex
+	queue  []queued // a max-heap by bound
+	probes int      // blocks still to take from queue
+}
+
+// queued is blocks[k] in the queue, with its bound.
+type queued struct {
+	ub float64
+	k  int32
+}
+
+// probeShare is the share of the blocks scored best bound first (at least
+// minProbes) before the rest are gone through in index order, unless
+// fewer than one block in inOrderShare is left that θ does not rule out.
+const (
+	probeShare   = 1.0 / 32
+	minProbes    = 32
+	inOrderShare = 8
+)
+
+// scoreBest scores the candidates of tasks (one per segment) that may
+// enter the top limit, on workers goroutines (0: one).
+func (ws *wordSearch) scoreBest(ctx context.Context, cache *blockCache, tasks []segTask, workers, limit int) ([]partialResult, error) {
+	live := make([]segment.Segment, len(ws.segs))
+	for i, s := range ws.segs {
+		live[i] = s.Segment()
+	}
+	cache.retain(live)
+	bs, err := ws.prepareBlocks(cache, tasks)
+	if err != nil {
+		return nil, err
+	}
+	var total uint64 // with countAll: every match, scored or not
+	if ws.countAll {
+		for _, t := range tasks {
+			total += ws.matches(t)
+		}
+	}
+	workers = max(workers, 1)
+	parts := make([]partialResult, workers)
+	var wg sync.WaitGroup
+	for k := range parts {
+		wg.Go(func() { parts[k] = ws.scoreQueue(ctx, bs, limit) })
+	}
+	wg.Wait()
+	if ws.countAll {
+		for k := range parts {
+			parts[k].total = 0
+		}
+		parts[0].total = total
+	}
+	return parts, nil
+}
+
+// prepareBlocks loads the words' blocks in the segments of tasks, marks
+// the candidates by block and queues the blocks with candidates.
+func (ws *wordSearch) prepareBlocks(cache *blockCache, tasks []segTask) (*blockSearch, error) {
+	n := len(ws.segs)
+	bs := &blockSearch{terms: make([][]*termBlocks, n), coef: make([][]float64, n), lens: make([][]uint32, n), masks: make([][]uint64, n)}
+	for _, t := range tasks {
+		i := t.seg
+		seg := ws.segs[i].Segment()
+		if bs.terms[i] == nil {
+			lens, err := cache.lengths(seg)
+			if err != nil {
+				return nil, err
+			}
+			bs.lens[i] = lens
+			bs.terms[i] = make([]*termBlocks, len(ws.words))
+			bs.coef[i] = make([]float64, len(ws.words))
+			for j, w := range ws.words {
+				live := w.lists[i].Count()
+				if live == 0 {
+					continue
+				}
+				tb, err := cache.termBlocks(seg, lens, w.term, live, ws.avgdl)
+				if err != nil {
+					return nil, fmt.Errorf("blocks of %q: %w", w.term, err)
+				}
+				bs.terms[i][j] = tb
+				bs.coef[i][j] = w.idf * tb.scaleAt(ws.avgdl)
+			}
+			bs.masks[i] = make([]uint64, (int(seg.Count())+blockMask)>>blockShift*blockWords)
+		}
+		// Bitmap containers are copied, not OR'ed: tasks hold one segment each.
+		t.cand.WriteDenseTo(bs.masks[i])
+	}
+	var ubs []float64
+	for i, masks := range bs.masks {
+		if masks == nil {
+			continue
+		}
+		// Word by word, so that each word's maxima are read in one pass
+		// (an empty block's maximum is 0).
+		ubs = slices.Grow(ubs[:0], len(masks)/blockWords)[:len(masks)/blockWords]
+		clear(ubs)
+		for j, tb := range bs.terms[i] {
+			if tb == nil {
+				continue
+			}
+			c := bs.coef[i][j]
+			for b, m := range tb.bound[:len(ubs)] {
+				ubs[b] += c * float64(m)
+			}
+		}
+		for b, ub := range ubs {
+			if ub > 0 && anyBit(masks[b*blockWords:(b+1)*blockWords]) {
+				bs.blocks = append(bs.blocks, blockRef{ub: ub, seg: int32(i), b: int32(b)})
+			}
+		}
+	}
+	bs.claimed = make([]atomic.Bool, len(bs.blocks))
+	bs.queue = make([]queued, len(bs.blocks))
+	for k, ref := range bs.blocks {
+		bs.queue[k] = queued{ub: ref.ub, k: int32(k)}
+	}
+	for k := len(bs.queue)/2 - 1; k >= 0; k-- {
+		bs.down(k)
+	}
+	bs.probes = max(minProbes, int(float64(len(bs.blocks))*probeShare))
+	return bs, nil
+}
+
+// take returns the index of the next block to score, or false when there
+// is none left that can hold a document of the top (theta is the caller's
+// θ). It counts the candidates of the blocks it passes over in dropped.
+func (bs *blockSearch) take(theta float64, dropped *int) (int, bool) {
+	if bs.done.Load() {
+		return 0, false
+	}
+	if k, ok, more := bs.probe(theta, dropped); !more {
+		return k, ok
+	}
+	for {
+		k := int(bs.next.Add(1) - 1)
+		if k >= len(bs.blocks) {
+			return 0, false
+		}
+		if !bs.claimed[k].CompareAndSwap(false, true) {
+			continue // scored as a probe
+		}
+		if theta > 0 && bs.blocks[k].ub*(1+pruneSlack) < theta {
+			*dropped += bs.candidates(k)
+			continue
+		}
+		return k, true
+	}
+}
+
+// probe takes the block with the best bound off the queue while probes
+// are left (more false), unless that bound is below theta: then every
+// block left is, and the query is done. When the probes run out with few
+// blocks left above theta, it goes on to the end best bound first;
+// otherwise the caller goes through the blocks in index order (more).
+func (bs *blockSearch) probe(theta float64, dropped *int) (k int, ok, more bool) {
+	if bs.inOrder.Load() {
+		return 0, false, true
+	}
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	for len(bs.queue) > 0 {
+		if bs.probes == 0 {
+			if bs.inOrder.Load() || !bs.fewAbove(theta) {
+				bs.inOrder.Store(true)
+				return 0, false, true
+			}
+			bs.probes = len(bs.queue)
+		}
+		k = int(bs.queue[0].k)
+		if theta > 0 && bs.queue[0].ub*(1+pruneSlack) < theta {
+			for _, q := range bs.queue {
+				if bs.claimed[q.k].CompareAndSwap(false, true) {
+					*dropped += bs.candidates(int(q.k))
+				}
+			}
+			bs.queue = nil
+			bs.done.Store(true)
+			return 0, false, false
+		}
+		last := len(bs.queue) - 1
+		bs.queue[0] = bs.queue[last]
+		bs.queue = bs.queue[:last]
+		bs.down(0)
+		if bs.claimed[k].CompareAndSwap(false, true) {
+			bs.probes--
+			return k, true, false
+		}
+	}
+	bs.inOrder.Store(true)
+	return 0, false, true
+}
+
+// fewAbove reports whether fewer than one block in inOrderShare of those
+// queued has a bound theta does not rule out. bs.mu is held.
+func (bs *blockSearch) fewAbove(theta float64) bool {
+	if theta <= 0 {
+		return false
+	}
+	n := 0
+	for _, q := range bs.queue {
+		if q.ub*(1+pruneSlack) >= theta {
+			n++
+		}
+	}
+	return n*inOrderShare < len(bs.blocks)
+}
+
+// candidates counts the candidates of blocks[k].
+func (bs *blockSearch) candidates(k int) int {
+	ref := bs.blocks[k]
+	n := 0
+	for _, m := range bs.masks[ref.seg][int(ref.b)*blockWords : int(ref.b+1)*blockWords] {
+		n += bits.OnesCount64(m)
+	}
+	return n
+}
+
+// down restores the heap order below queue[k].
+func (bs *blockSearch) down(k int) {
+	q := bs.queue
+	for {
+		c := 2*k + 1
+		if c >= len(q) {
+			return
+		}
+		if c+1 < len(q) && q[c+1].ub > q[c].ub {
+			c++
+		}
+		if q[k].ub >= q[c].ub {
+			return
+		}
+		q[k], q[c] = q[c], q[k]
+		k = c
+	}
+}
+
+// theta returns the limit-th best score known to be reached, or 0.
+func (ws *wordSearch) theta(top *topk.Heap[scoredDoc], limit int) float64 {
+	theta := math.Float64frombits(ws.floor.Load())
 	if top.Len() == limit {
-		known = max(known, top.Items()[0].score)
+		theta = max(theta, top.Items()[0].score)
 	}
-	if rest >= max(known, ws.rest[0]-ws.rest[j]) {
-		return nil, false
-	}
-	// Finding θ costs two passes over the candidates: worth it only when
-	// the words left have several times more postings to read.
-	var work uint64
-	for _, w := range ws.words[j:] {
-		work += w.lists[seg].Count()
-	}
-	if work < 4*cand.GetCardinality() {
-		return nil, false
-	}
-	best := topk.New(limit, func(a, b float64) bool { return a < b })
-	for _, d := range top.Items() {
-		best.Push(d.score)
-	}
-	it := cand.ManyIterator()
-	buf := make([]uint32, 256)
-	for {
-		k := it.NextMany(buf)
-		if k == 0 {
-			break
-		}
-		for _, d := range buf[:k] {
-			if acc.count[d] > 0 {
-				best.Push(acc.sum[d])
+	return theta
+}
+
+// scoreQueue scores the blocks one at a time until none is left that can
+// hold a document of the top.
+func (ws *wordSearch) scoreQueue(ctx context.Context, bs *blockSearch, limit int) (r partialResult) {
+	r.top = topk.New(limit, scoredDoc.worse)
+	sc := newBlockScratch(len(ws.words))
+	for n := 0; ; n++ {
+		if n%64 == 0 {
+			if r.err = ctx.Err(); r.err != nil {
+				return r
 			}
 		}
-	}
-	theta := known
-	if best.Len() == limit {
-		theta = max(theta, best.Items()[0])
-	}
-	if theta <= 0 || rest >= theta {
-		return nil, false
-	}
-	var kept []uint32
-	it = cand.ManyIterator()
-	for {
-		k := it.NextMany(buf)
-		if k == 0 {
-			break
+		dropped := 0
+		k, ok := bs.take(ws.theta(&r.top, limit), &dropped)
+		if ws.pruned != nil && dropped > 0 {
+			ws.pruned.Add(int64(dropped))
 		}
-		for _, d := range buf[:k] {
-			if acc.count[d] == 0 {
+		if !ok {
+			return r
+		}
+		ws.scoreBlock(bs, bs.blocks[k], sc, &r, limit)
+		if r.top.Len() == limit {
+			ws.raiseFloor(r.top.Items()[0].score)
+		}
+	}
+}
+
+// blockScratch is a worker's scratch space for scoreBlock, by word.
+type blockScratch struct {
+	cur, end []uint32  // the word's postings in the block not yet passed
+	ub       []float64 // the word's bound in the block
+	rest     []float64 // the bounds of the words from this one on (one more)
+}
+
+func newBlockScratch(words int) *blockScratch {
+	return &blockScratch{cur: make([]uint32, words), end: make([]uint32, words), ub: make([]float64, words),
+		rest: make([]float64, words+1)}
+}
+
+// scoreBlock scores the candidates of one block into r.
+func (ws *wordSearch) scoreBlock(bs *blockSearch, ref blockRef, sc *blockScratch, r *partialResult, limit int) {
+	seg, b := int(ref.seg), int(ref.b)
+	terms, coef, lens := bs.terms[seg], bs.coef[seg], bs.lens[seg]
+	cur, end, rest := sc.cur, sc.end, sc.rest
+	rest[len(terms)] = 0
+	for j := len(terms) - 1; j >= 0; j-- {
+		cur[j], end[j], sc.ub[j] = 0, 0, 0
+		if tb := terms[j]; tb != nil {
+			cur[j], end[j] = tb.first[b], tb.first[b+1]
+			if cur[j] < end[j] {
+				sc.ub[j] = coef[j] * float64(tb.bound[b])
+			}
+		}
+		rest[j] = rest[j+1] + sc.ub[j]
+	}
+	theta := ws.theta(&r.top, limit)
+	base := uint32(b) << blockShift
+	for w, m := range bs.masks[seg][b*blockWords : (b+1)*blockWords] {
+		for m != 0 {
+			low := uint8(w<<6 | bits.TrailingZeros64(m))
+			m &= m - 1
+			var score float64
+			matched := false
+			for j, tb := range terms {
+				if tb != nil {
+					k := cur[j]
+					for k < end[j] && tb.low[k] < low {
+						k++
+					}
+					cur[j] = k
+					if k < end[j] && tb.low[k] == low {
+						d := base | uint32(low)
+						score += ws.words[j].idf * bm25TF(tb.freq(k), tb.length(k, lens, d), ws.avgdl)
+						matched = true
+					}
+				}
+				if theta > 0 && (score+rest[j+1])*(1+pruneSlack) < theta {
+					if matched && ws.pruned != nil {
+						ws.pruned.Add(1)
+					}
+					matched = false
+					break
+				}
+			}
+			if !matched {
 				continue
 			}
-			if (acc.sum[d]+ws.rest[j])*(1+pruneSlack) < theta {
-				acc.sum[d], acc.count[d] = 0, 0
-				continue
+			r.top.Push(scoredDoc{score: score, seg: seg, doc: base | uint32(low)})
+			r.total++
+			if r.top.Len() == limit {
+				theta = max(theta, r.top.Items()[0].score)
 			}
-			kept = append(kept, d)
 		}
 	}
-	return roaring.BitmapOf(kept...), true
+}
+
+// anyBit reports whether any of words is not zero.
+func anyBit(words []uint64) bool {
+	for _, w := range words {
+		if w != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // raiseFloor makes score the floor if it is higher.
@@ -512,41 +798,6 @@ func (ws *wordSearch) raiseFloor(score float64) {
 			return
 		}
 	}
-}
-
-// probeFirst cuts the first eighth of the candidates off the largest task
-// and scores it first, on its own: its top gives the pruning of the rest a
-// floor (narrow) from the start. Zap walks a posting list from its start
-// to reach a range, so the cut costs the rest only that eighth again.
-func probeFirst(tasks []segTask) []segTask {
-	if len(tasks) == 0 {
-		return tasks
-	}
-	big := 0
-	for k, t := range tasks {
-		if t.cand.GetCardinality() > tasks[big].cand.GetCardinality() {
-			big = k
-		}
-	}
-	t := tasks[big]
-	n := t.cand.GetCardinality()
-	if n < 4096 { // a small query: the cut would cost more than it saves
-		return tasks
-	}
-	x, err := t.cand.Select(uint32(n / 8))
-	if err != nil {
-		return tasks
-	}
-	probe, rest := t.cand.Clone(), t.cand.Clone()
-	probe.RemoveRange(uint64(x), uint64(math.MaxUint32)+1)
-	rest.RemoveRange(0, uint64(x))
-	out := []segTask{{seg: t.seg, cand: probe}, {seg: t.seg, cand: rest}}
-	for k, o := range tasks {
-		if k != big {
-			out = append(out, o)
-		}
-	}
-	return out
 }
 
 // matches counts the candidates of t that hold any of the words.
