@@ -60,14 +60,14 @@ type StepOptions struct {
 
 // LoadStep is the outcome at one size.
 type LoadStep struct {
-	Sessions        int                `json:"sessions"`
-	Messages        int                `json:"messages"`
-	IngestMsgsPS    float64            `json:"ingest_messages_per_s"`
-	IngestElapsed   float64            `json:"ingest_s"`
-	LagP50ms        float64            `json:"index_lag_p50_ms"`
-	LagP99ms        float64            `json:"index_lag_p99_ms"`
+	Sessions      int     `json:"sessions"`
+	Messages      int     `json:"messages"`
+	IngestMsgsPS  float64 `json:"ingest_messages_per_s"`
+	IngestElapsed float64 `json:"ingest_s"`
+	LagP50ms      float64 `json:"index_lag_p50_ms"`
+	LagP99ms      float64 `json:"index_lag_p99_ms"`
 	// Live is the live-sync probe run during the step's ingest.
-	Live *LiveProbe `json:"live_probe,omitempty"`
+	Live            *LiveProbe         `json:"live_probe,omitempty"`
 	Query           map[string]Latency `json:"query"` // "<mode>/<inprocess|http>"
 	RebuildPS       float64            `json:"rebuild_sessions_per_s,omitempty"`
 	HeapBytes       uint64             `json:"heap_bytes"`
