@@ -75,6 +75,13 @@ type PipelineOptions struct {
 // outruns the indexer delays context and semantic search, not full-text
 // search; live traffic keeps both queues near empty.
 //
+// Live writes (kv's MarkLive: the plugins' single-entry syncs and small
+// batches) are also put on each queue's live lane, and a step takes only
+// live entries while there are any, so a live write waits at most for the
+// bulk step under way, not for a bulk import's backlog. While the search
+// queue holds only bulk work the chunk queue still takes its live entries.
+// Bulk work waits while live work keeps coming.
+//
 // An entry is removed only after the index (and, for the chunk queue,
 // every stage) accepted its session, and only if no newer write marked it
 // again meanwhile. After a crash a session may be indexed twice; the index
@@ -206,7 +213,7 @@ func (p *Pipeline) runChunks(ctx context.Context, wake <-chan struct{}) {
 		case <-wake:
 		case <-poll.C:
 		}
-		for ctx.Err() == nil && !p.searchBusy(ctx) {
+		for ctx.Err() == nil && p.chunkTurn(ctx) {
 			n, err := p.drain(ctx, kv.ChunkQueue)
 			if ctx.Err() != nil {
 				return
@@ -262,14 +269,24 @@ func (f *failures) ok(log zerolog.Logger, what string) {
 	}
 }
 
-// searchBusy reports whether the search queue has work (or cannot be read).
-func (p *Pipeline) searchBusy(ctx context.Context) bool {
-	busy := true
+// chunkTurn reports whether the chunk queue may take a step: when the
+// search queue is empty, or when it holds only bulk work and the chunk
+// queue has live work (so a live session's context and vectors do not
+// wait for a bulk import's full-text indexing). Never while the search
+// queue has live work, nor when the outbox cannot be read.
+func (p *Pipeline) chunkTurn(ctx context.Context) bool {
+	turn := false
 	_ = p.store.View(ctx, func(tx *kv.Tx) error {
-		busy = len(tx.DirtySessions(kv.SearchQueue, 1)) > 0
+		switch {
+		case tx.HasLive(kv.SearchQueue):
+		case len(tx.DirtySessions(kv.SearchQueue, 1)) == 0:
+			turn = true
+		default:
+			turn = tx.HasLive(kv.ChunkQueue)
+		}
 		return nil
 	})
-	return busy
+	return turn
 }
 
 // busy reports whether either queue has work (or cannot be read).

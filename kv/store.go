@@ -29,22 +29,24 @@ var (
 )
 
 var (
-	bucketUsers        = []byte("users")         // user id -> User
-	bucketUserNames    = []byte("usernames")     // name -> user id
-	bucketKeys         = []byte("keys")          // key hash (hex) -> APIKey
-	bucketSessions     = []byte("sessions")      // uid+sid -> Session
-	bucketExternal     = []byte("sessext")       // uid+externalId -> sid
-	bucketOrder        = []byte("sessorder")     // uid+updatedAt(8, big endian)+sid -> nil
-	bucketMessages     = []byte("messages")      // uid+sid+seq(8) -> Message
-	bucketMsgExt       = []byte("msgext")        // uid+sid+externalId -> seq(8)
-	bucketOutbox       = []byte("outbox")        // uid+sid -> version(8) | since(8, Unix ns): SearchQueue
-	bucketOutboxChunks = []byte("outbox.chunks") // same layout: ChunkQueue
-	bucketPurge        = []byte("purge")         // uid+sid -> nil: deleted sessions whose messages are still being removed
-	bucketMeta         = []byte("meta")          // schema and component metadata
+	bucketUsers            = []byte("users")              // user id -> User
+	bucketUserNames        = []byte("usernames")          // name -> user id
+	bucketKeys             = []byte("keys")               // key hash (hex) -> APIKey
+	bucketSessions         = []byte("sessions")           // uid+sid -> Session
+	bucketExternal         = []byte("sessext")            // uid+externalId -> sid
+	bucketOrder            = []byte("sessorder")          // uid+updatedAt(8, big endian)+sid -> nil
+	bucketMessages         = []byte("messages")           // uid+sid+seq(8) -> Message
+	bucketMsgExt           = []byte("msgext")             // uid+sid+externalId -> seq(8)
+	bucketOutbox           = []byte("outbox")             // uid+sid -> version(8) | since(8, Unix ns): SearchQueue
+	bucketOutboxChunks     = []byte("outbox.chunks")      // same layout: ChunkQueue
+	bucketOutboxLive       = []byte("outbox.live")        // uid+sid -> version(8) of its newest live write: SearchQueue's live lane
+	bucketOutboxChunksLive = []byte("outbox.chunks.live") // same: ChunkQueue's live lane
+	bucketPurge            = []byte("purge")              // uid+sid -> nil: deleted sessions whose messages are still being removed
+	bucketMeta             = []byte("meta")               // schema and component metadata
 )
 
 var allBuckets = [][]byte{bucketUsers, bucketUserNames, bucketKeys, bucketSessions, bucketExternal,
-	bucketOrder, bucketMessages, bucketMsgExt, bucketOutbox, bucketOutboxChunks, bucketPurge, bucketMeta, bucketWebSessions}
+	bucketOrder, bucketMessages, bucketMsgExt, bucketOutbox, bucketOutboxChunks, bucketOutboxLive, bucketOutboxChunksLive, bucketPurge, bucketMeta, bucketWebSessions}
 
 // Options configures Open.
 type Options struct {
