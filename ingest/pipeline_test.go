@@ -261,7 +261,9 @@ func TestLiveWrites(t *testing.T) {
 		live  bool
 	}{
 		{"session", func(f *fixture) { f.session(`{"externalId":"s","title":"a title"}`) }, true},
-		{"message", func(f *fixture) { f.message(`{"sessionExternalId":"s","externalId":"m","role":"user","textContent":"hi"}`) }, true},
+		{"message", func(f *fixture) {
+			f.message(`{"sessionExternalId":"s","externalId":"m","role":"user","textContent":"hi"}`)
+		}, true},
 		{"batch of one", func(f *fixture) { f.batch(msgs(1)) }, true},
 		{"batch at the threshold", func(f *fixture) { f.batch(msgs(ingest.LiveBatch)) }, true},
 		{"batch over the threshold", func(f *fixture) { f.batch(msgs(ingest.LiveBatch + 1)) }, false},
