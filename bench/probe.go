@@ -25,6 +25,10 @@ type LiveProbe struct {
 	P99ms  float64 `json:"p99_ms"`
 	Maxms  float64 `json:"max_ms"`
 	Missed int     `json:"missed,omitempty"` // messages not found within probeTimeout (counted at that delay)
+	// The part of the delay spent on the POST /sync/message itself (until
+	// its 200: the write is committed), the rest being indexing and search.
+	WriteP50ms float64 `json:"write_p50_ms"`
+	WriteP99ms float64 `json:"write_p99_ms"`
 }
 
 const (
@@ -43,6 +47,7 @@ func StartProbe(ctx context.Context, c *Client, sessionID string) (stop func() (
 	var (
 		wg     sync.WaitGroup
 		delays []time.Duration
+		writes []time.Duration
 		missed int
 		err    error
 	)
@@ -60,6 +65,7 @@ func StartProbe(ctx context.Context, c *Client, sessionID string) (stop func() (
 			if err = c.Post(ctx, "/sync/message", body); err != nil {
 				break
 			}
+			writes = append(writes, time.Since(start))
 			var found bool
 			for !found {
 				if found, err = c.fullTextFinds(ctx, word); err != nil {
@@ -95,7 +101,8 @@ func StartProbe(ctx context.Context, c *Client, sessionID string) (stop func() (
 			err = nil // stopped, not failed
 		}
 		return LiveProbe{N: len(delays), P50ms: millis(Percentile(delays, 50)), P99ms: millis(Percentile(delays, 99)),
-			Maxms: millis(Percentile(delays, 100)), Missed: missed}, err
+			Maxms: millis(Percentile(delays, 100)), Missed: missed,
+			WriteP50ms: millis(Percentile(writes, 50)), WriteP99ms: millis(Percentile(writes, 99))}, err
 	}
 }
 
