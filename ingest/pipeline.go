@@ -182,7 +182,7 @@ func (p *Pipeline) Run(ctx context.Context) {
 		case n > 0:
 			fail.ok(p.log, "full-text indexing")
 			backoff = 0
-			poke() // the chunk queue may have live work to do meanwhile
+			poke()   // the chunk queue may have live work to do meanwhile
 			continue // more may be queued
 		}
 		fail.ok(p.log, "full-text indexing")
