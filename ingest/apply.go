@@ -68,7 +68,7 @@ func (c *Counts) add(o outcome) {
 // Session upserts one session and returns its service id.
 func (s *Service) Session(ctx context.Context, userID string, in SessionIn) (string, error) {
 	var id string
-	err := s.store.Commit(ctx, func(tx *kv.Tx) error {
+	err := s.store.CommitFirst(ctx, func(tx *kv.Tx) error {
 		a := s.applier(tx, userID, true)
 		a.live = true
 		st, _, err := a.session(in)
@@ -89,7 +89,7 @@ func (s *Service) Session(ctx context.Context, userID string, in SessionIn) (str
 // the message's service id.
 func (s *Service) Message(ctx context.Context, userID string, in MessageIn) (string, error) {
 	var id string
-	err := s.store.Commit(ctx, func(tx *kv.Tx) error {
+	err := s.store.CommitFirst(ctx, func(tx *kv.Tx) error {
 		a := s.applier(tx, userID, true)
 		a.live = true
 		m, _, err := a.message(in)
@@ -108,8 +108,8 @@ func (s *Service) Message(ctx context.Context, userID string, in MessageIn) (str
 
 // LiveBatch is the most entries (sessions plus messages) a batch without
 // keepDates may hold to count as a live sync, like the single-entry
-// endpoints: its sessions go on the indexer's live lane, ahead of bulk
-// work. The plugins that batch (droid, pi) send one session's new messages
+// endpoints: it commits ahead of bulk writes (kv's CommitFirst) and its
+// sessions go on the indexer's live lane, ahead of bulk work. The plugins that batch (droid, pi) send one session's new messages
 // of one turn, tens of entries; uploads of history send hundreds (the
 // bench and hindsight import, 500) and keepDates batches are imports.
 const LiveBatch = 100
@@ -125,7 +125,11 @@ func (b Batch) Live() bool {
 // endpoints (hindsight import keeps the dates of past sessions this way).
 func (s *Service) Batch(ctx context.Context, userID string, b Batch) (BatchResult, error) {
 	var res BatchResult
-	err := s.store.Commit(ctx, func(tx *kv.Tx) error {
+	commit := s.store.Commit
+	if b.Live() {
+		commit = s.store.CommitFirst // ahead of bulk writes, as in the indexer
+	}
+	err := commit(ctx, func(tx *kv.Tx) error {
 		res = BatchResult{} // Commit may run this function more than once
 		a := s.applier(tx, userID, b.KeepDates)
 		a.live = b.Live()

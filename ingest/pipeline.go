@@ -347,7 +347,8 @@ func (p *Pipeline) drain(ctx context.Context, q kv.Queue) (int, error) {
 		return 0, err
 	}
 	now := time.Now()
-	err = p.store.Commit(ctx, func(tx *kv.Tx) error {
+	// Small, and the indexer waits on it: ahead of queued bulk writes.
+	err = p.store.CommitFirst(ctx, func(tx *kv.Tx) error {
 		for _, d := range dirty {
 			if err := tx.ClearDirty(d); err != nil {
 				return err

@@ -886,3 +886,75 @@ func TestLiveLane(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestCommitFirst: a CommitFirst call queued behind bulk Commits runs
+// before them, in a transaction without them; all of them commit.
+func TestCommitFirst(t *testing.T) {
+	st := kvtest.Open(t)
+	const bulk = 8
+	// The calls reach the queue in goroutines; on a machine too busy for
+	// them to be queued by the time the committer is released, try again.
+	for attempt := 1; ; attempt++ {
+		var mu sync.Mutex
+		var order []string
+		var txs []*kv.Tx
+		record := func(name string) func(*kv.Tx) error {
+			return func(tx *kv.Tx) error {
+				mu.Lock()
+				order, txs = append(order, name), append(txs, tx)
+				mu.Unlock()
+				return tx.SetMeta(fmt.Sprintf("a%d/%s", attempt, name), []byte(name))
+			}
+		}
+		release, running := make(chan struct{}), make(chan struct{})
+		var wg sync.WaitGroup
+		errs := make(chan error, bulk+2)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- st.Commit(ctx, func(*kv.Tx) error {
+				close(running)
+				<-release
+				return nil
+			})
+		}()
+		<-running // the committer is busy: what follows queues
+		for i := range bulk {
+			wg.Add(1)
+			go func() { defer wg.Done(); errs <- st.Commit(ctx, record(fmt.Sprint("bulk", i))) }()
+		}
+		time.Sleep(50 * time.Millisecond)
+		wg.Add(1)
+		go func() { defer wg.Done(); errs <- st.CommitFirst(ctx, record("first")) }()
+		time.Sleep(50 * time.Millisecond)
+		close(release)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(order) != bulk+1 {
+			t.Fatalf("%d calls ran, want %d", len(order), bulk+1)
+		}
+		var stored int
+		_ = st.View(ctx, func(tx *kv.Tx) error {
+			for _, name := range order {
+				if string(tx.Meta(fmt.Sprintf("a%d/%s", attempt, name))) == name {
+					stored++
+				}
+			}
+			return nil
+		})
+		if stored != bulk+1 {
+			t.Fatalf("%d writes stored, want %d", stored, bulk+1)
+		}
+		if order[0] == "first" && !slices.Contains(txs[1:], txs[0]) {
+			return
+		}
+		if attempt == 5 {
+			t.Fatalf("order %v: want the CommitFirst call first, in a transaction of its own", order)
+		}
+	}
+}
