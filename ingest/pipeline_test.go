@@ -167,13 +167,14 @@ func TestPipelineStepBytes(t *testing.T) {
 }
 
 // TestPipelineLiveFirst: a live write is indexed before a backlog of bulk
-// writes queued earlier, in a step of its own, on both queues; then the
-// backlog is indexed and nothing is lost.
+// writes queued earlier, in a step of its own, on both queues; after it
+// bulk steps are a quarter of BatchSize; then the backlog is indexed and
+// nothing is lost.
 func TestPipelineLiveFirst(t *testing.T) {
 	f := newFixture(t)
 	ix := openIndex(t)
 	stage := &recordingStage{}
-	p := ingest.NewPipeline(f.st, ix, ingest.PipelineOptions{BatchSize: 2}, stage)
+	p := ingest.NewPipeline(f.st, ix, ingest.PipelineOptions{BatchSize: 8}, stage)
 	step := func(want int) {
 		t.Helper()
 		if n, err := p.DrainOnce(ctx); err != nil || n != want {
@@ -193,36 +194,45 @@ func TestPipelineLiveFirst(t *testing.T) {
 		return sortedIDs(ids...)
 	}
 	id := func(ext string) string { s, _ := f.stored(ext); return s.ID }
+	// A bulk import of five sessions (a keepDates batch).
+	imports := func(msg, text string) {
+		t.Helper()
+		var bulk []string
+		for i := range 5 {
+			bulk = append(bulk, fmt.Sprintf(`{"sessionExternalId":"b%d","externalId":%q,"role":"user","textContent":%q}`, i, msg, text))
+		}
+		b, err := ingest.DecodeBatchKeepingDates([]byte(`{"messages":[`+strings.Join(bulk, ",")+`]}`), ingest.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.svc.Batch(ctx, f.user, b); err != nil {
+			t.Fatal(err)
+		}
+	}
 
-	// A bulk import of five sessions (a keepDates batch)...
-	var bulk []string
-	for i := range 5 {
-		bulk = append(bulk, fmt.Sprintf(`{"sessionExternalId":"b%d","externalId":"m","role":"user","textContent":"imported heron"}`, i))
-	}
-	b, err := ingest.DecodeBatchKeepingDates([]byte(`{"messages":[`+strings.Join(bulk, ",")+`]}`), ingest.Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.svc.Batch(ctx, f.user, b); err != nil {
-		t.Fatal(err)
-	}
-	// ...then a plugin syncs one message.
+	// With no live traffic a bulk step is full size.
+	imports("m1", "imported heron")
+	step(5)
+	step(5)
+	stage.calls = nil
+
+	// A second import, then a plugin syncs one message.
+	imports("m2", "imported egret")
 	f.message(`{"sessionExternalId":"live","externalId":"l1","role":"user","textContent":"live falcon"}`)
-
 	step(1)
 	if got := found(index.Sessions, "falcon"); !slices.Equal(got, []string{id("live")}) {
 		t.Errorf("after one step: falcon = %v, want the live session", got)
 	}
-	if got := found(index.Sessions, "heron"); len(got) != 0 {
-		t.Errorf("after one step: heron = %v, want no bulk session yet (the live step takes live work only)", got)
+	if got := found(index.Sessions, "egret"); len(got) != 0 {
+		t.Errorf("after one step: egret = %v, want no bulk session yet (the live step takes live work only)", got)
 	}
 	// A live write to a session of the backlog takes it out of turn.
 	f.message(`{"sessionExternalId":"b3","externalId":"l2","role":"user","textContent":"live osprey"}`)
 	step(1)
-	if got := found(index.Sessions, "heron"); !slices.Equal(got, []string{id("b3")}) {
-		t.Errorf("after the second step: heron = %v, want only b3", got)
+	if got := found(index.Sessions, "egret"); !slices.Equal(got, []string{id("b3")}) {
+		t.Errorf("after the second step: egret = %v, want only b3", got)
 	}
-	step(2) // the backlog, oldest first, BatchSize at a time
+	step(2) // the backlog, oldest first, a quarter of BatchSize at a time
 	step(2)
 	// The chunk queue serves its live entries first, alone.
 	step(2)
@@ -234,8 +244,8 @@ func TestPipelineLiveFirst(t *testing.T) {
 	step(0)
 	all := sortedIDs(id("live"), id("b0"), id("b1"), id("b2"), id("b3"), id("b4"))
 	for _, kind := range []index.Kind{index.Sessions, index.Chunks} {
-		if got := slices.Compact(found(kind, "heron falcon")); !slices.Equal(got, all) {
-			t.Errorf("kind %v: heron falcon = %v, want every session %v", kind, got, all)
+		if got := slices.Compact(found(kind, "egret falcon")); !slices.Equal(got, all) {
+			t.Errorf("kind %v: egret falcon = %v, want every session %v", kind, got, all)
 		}
 	}
 	var n int
