@@ -81,6 +81,8 @@ type Phase struct {
 	LagP99ms     float64 `json:"index_lag_p99_ms,omitempty"`
 	LagMaxms     float64 `json:"index_lag_max_ms,omitempty"`
 	IndexedAfter float64 `json:"indexed_s_after_phase,omitempty"`
+	// Live is the live-sync probe run during the phase (the batch phase).
+	Live *LiveProbe `json:"live_probe,omitempty"`
 }
 
 // indexed waits for the indexer to catch up with the phase and records
@@ -212,13 +214,20 @@ func RunIngest(ctx context.Context, c *Client, dir string, o IngestOptions) (Ing
 		o.Indexer.Lags() // only this run's writes count
 	}
 	// Batch phase: a few plugins uploading history at once.
+	// Meanwhile one plugin syncs live, a message a second.
 	res.Batch = Phase{Name: fmt.Sprintf("batches of %d messages", o.BatchSize), Messages: o.BatchMessages, Requests: len(w.batches)}
+	stopProbe := StartProbe(ctx, c, "bench-live-probe")
 	lat, elapsed, err := drive(ctx, len(w.batches), 2, o.Progress, "batch", func(i int) error {
 		return c.Post(ctx, "/sync/batch", w.batches[i])
 	})
+	live, perr := stopProbe()
 	if err != nil {
 		return res, err
 	}
+	if perr != nil {
+		return res, fmt.Errorf("live probe: %w", perr)
+	}
+	res.Batch.Live = &live
 	res.Batch.Elapsed = elapsed
 	res.Batch.finish(lat)
 	if err := res.Batch.indexed(ctx, o.Indexer, o.Progress); err != nil {
@@ -373,5 +382,14 @@ func PrintIngest(w io.Writer, r IngestResult) {
 		}
 		fmt.Fprintln(w, "lag = from a session's oldest write not yet indexed until the index took it, over the sessions the phase wrote;")
 		fmt.Fprintln(w, "indexed after = how long indexing went on after the phase's last response.")
+	}
+	if l := r.Batch.Live; l != nil {
+		fmt.Fprintf(w, "\n%-36s %12s %12s %12s %9s %16s\n", "live probe during", "p50 ms", "p99 ms", "max ms", "messages", "of it write p50/p99")
+		fmt.Fprintf(w, "%-36s %12.0f %12.0f %12.0f %9d %16s\n", r.Batch.Name, l.P50ms, l.P99ms, l.Maxms, l.N, fmt.Sprintf("%.0f/%.0f", l.WriteP50ms, l.WriteP99ms))
+		fmt.Fprintln(w, "live probe = one /sync/message a second from another client during the phase, from sending it until")
+		fmt.Fprintln(w, "full-text search over HTTP finds it; write = until the POST's 200 (committed).")
+		if l.Missed > 0 {
+			fmt.Fprintf(w, "%d live messages were not found within %s.\n", l.Missed, probeTimeout)
+		}
 	}
 }

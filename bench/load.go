@@ -60,12 +60,14 @@ type StepOptions struct {
 
 // LoadStep is the outcome at one size.
 type LoadStep struct {
-	Sessions        int                `json:"sessions"`
-	Messages        int                `json:"messages"`
-	IngestMsgsPS    float64            `json:"ingest_messages_per_s"`
-	IngestElapsed   float64            `json:"ingest_s"`
-	LagP50ms        float64            `json:"index_lag_p50_ms"`
-	LagP99ms        float64            `json:"index_lag_p99_ms"`
+	Sessions      int     `json:"sessions"`
+	Messages      int     `json:"messages"`
+	IngestMsgsPS  float64 `json:"ingest_messages_per_s"`
+	IngestElapsed float64 `json:"ingest_s"`
+	LagP50ms      float64 `json:"index_lag_p50_ms"`
+	LagP99ms      float64 `json:"index_lag_p99_ms"`
+	// Live is the live-sync probe run during the step's ingest.
+	Live            *LiveProbe         `json:"live_probe,omitempty"`
 	Query           map[string]Latency `json:"query"` // "<mode>/<inprocess|http>"
 	RebuildPS       float64            `json:"rebuild_sessions_per_s,omitempty"`
 	HeapBytes       uint64             `json:"heap_bytes"`
@@ -188,6 +190,8 @@ func (l *Loader) Step(ctx context.Context, o StepOptions) (LoadStep, error) {
 		var firstErr error
 		var once sync.Once
 		bar := progress.New(o.Progress, fmt.Sprintf("ingest to %d", o.Sessions), len(bodies))
+		// Meanwhile one plugin syncs live, a message a second.
+		stopProbe := StartProbe(ctx, l.t.Clients[0], fmt.Sprintf("bench-live-probe-%d", o.Sessions))
 		start := time.Now()
 		for range o.Concurrency {
 			wg.Add(1)
@@ -210,10 +214,15 @@ func (l *Loader) Step(ctx context.Context, o StepOptions) (LoadStep, error) {
 		}
 		wg.Wait()
 		elapsed := time.Since(start)
+		live, perr := stopProbe()
 		bar.Done()
 		if firstErr != nil {
 			return st, firstErr
 		}
+		if perr != nil {
+			return st, fmt.Errorf("live probe: %w", perr)
+		}
+		st.Live = &live
 		if err := WaitIdle(ctx, fmt.Sprintf("indexing to %d", o.Sessions), l.t.WaitIdle, l.t.Pending, o.Progress); err != nil {
 			return st, err
 		}
@@ -333,13 +342,13 @@ func (c *Client) search(ctx context.Context, mode, q string, k int) error {
 
 // PrintLoad writes one row per step.
 func PrintLoad(w io.Writer, steps []LoadStep, modes []string) {
-	fmt.Fprintf(w, "%9s %9s %10s %9s %9s", "sessions", "messages", "ingest m/s", "lag p50", "lag p99")
+	fmt.Fprintf(w, "%9s %9s %10s %9s %9s %15s", "sessions", "messages", "ingest m/s", "lag p50", "lag p99", "live p50/p99")
 	for _, m := range modes {
 		fmt.Fprintf(w, " %19s %19s", m+" in-proc p50/p99", m+" http p50/p99")
 	}
 	fmt.Fprintf(w, " %11s %10s %10s %10s\n", "rebuild s/s", "heap B/s", "RSS B/s", "disk B/s")
 	for _, s := range steps {
-		fmt.Fprintf(w, "%9d %9d %10.0f %7.0fms %7.0fms", s.Sessions, s.Messages, s.IngestMsgsPS, s.LagP50ms, s.LagP99ms)
+		fmt.Fprintf(w, "%9d %9d %10.0f %7.0fms %7.0fms %15s", s.Sessions, s.Messages, s.IngestMsgsPS, s.LagP50ms, s.LagP99ms, liveCell(s.Live, "ms"))
 		for _, m := range modes {
 			a, b := s.Query[m+"/inprocess"], s.Query[m+"/http"]
 			fmt.Fprintf(w, " %8.2f/%8.2fms %8.2f/%8.2fms", a.P50ms, a.P99ms, b.P50ms, b.P99ms)
@@ -360,4 +369,12 @@ func PrintLoadBytes(w io.Writer, steps []LoadStep) {
 				s.Sessions, b.Raw, b.Text, b.Records, b.RecordsToRaw, b.Index, b.IndexToText, b.Vectors, b.Total)
 		}
 	}
+}
+
+// liveCell is a step's live probe as "p50/p99" followed by unit, or "–".
+func liveCell(l *LiveProbe, unit string) string {
+	if l == nil || l.N == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f/%.0f%s", l.P50ms, l.P99ms, unit)
 }

@@ -177,6 +177,7 @@ func TestGrowthExponent(t *testing.T) {
 func TestWriteLoadFiles(t *testing.T) {
 	step := func(n int, p50 float64) LoadStep {
 		return LoadStep{Sessions: n, Messages: 20 * n, IngestMsgsPS: 20000, LagP50ms: 300, LagP99ms: 900,
+			Live:      &LiveProbe{N: 30, P50ms: 800, P99ms: 1500, Maxms: 1900},
 			Query:     map[string]Latency{"fulltext/inprocess": {p50, 4 * p50}, "fulltext/http": {p50 + 1, 4*p50 + 1}},
 			RebuildPS: 2000, HeapBytes: uint64(n) * 3000, RecordsBytes: int64(n) * 8000, IndexBytes: int64(n) * 4000,
 			BytesPerSession: 12000, HeapPerSession: 3000, RawBytes: int64(n) * 10240, TextBytes: int64(n) * 5120,
@@ -195,14 +196,14 @@ func TestWriteLoadFiles(t *testing.T) {
 	if err := WriteLoadFiles(dir, r); err != nil {
 		t.Fatal(err)
 	}
-	checkSVG(t, filepath.Join(dir, GrowthLatencyChart), "fulltext query p50", "index lag p99", "sessions")
+	checkSVG(t, filepath.Join(dir, GrowthLatencyChart), "fulltext query p50", "index lag p99", "live message p99", "sessions")
 	checkSVG(t, filepath.Join(dir, GrowthMemoryChart), "heap", "disk")
 	checkSVG(t, filepath.Join(dir, GrowthIngestChart), "ingest messages/s")
 	md, err := os.ReadFile(filepath.Join(dir, ReportFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"hindsight bench load --grow 10000,100000", "| 100000 | 2000000 | 20000 | 300 / 900 | 3.16 / 12.65 |",
+	for _, want := range []string{"hindsight bench load --grow 10000,100000", "| 100000 | 2000000 | 20000 | 300 / 900 | 800 / 1500 / 1900 | 3.16 / 12.65 |",
 		"| fulltext query p50 | 0.50 | 1.00 → 3.16 |", "](growth_latency.svg)",
 		// records 8 KiB of 10 KiB raw, index 4 KiB of 5 KiB text
 		"| 100000 | 10.0 | 5.0 | 8.0 (0.80×) | 4.0 (0.80×) | 0.0 | 12.0 |"} {

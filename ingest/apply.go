@@ -68,8 +68,9 @@ func (c *Counts) add(o outcome) {
 // Session upserts one session and returns its service id.
 func (s *Service) Session(ctx context.Context, userID string, in SessionIn) (string, error) {
 	var id string
-	err := s.store.Commit(ctx, func(tx *kv.Tx) error {
+	err := s.store.CommitFirst(ctx, func(tx *kv.Tx) error {
 		a := s.applier(tx, userID, true)
+		a.live = true
 		st, _, err := a.session(in)
 		if err != nil {
 			return err
@@ -88,8 +89,9 @@ func (s *Service) Session(ctx context.Context, userID string, in SessionIn) (str
 // the message's service id.
 func (s *Service) Message(ctx context.Context, userID string, in MessageIn) (string, error) {
 	var id string
-	err := s.store.Commit(ctx, func(tx *kv.Tx) error {
+	err := s.store.CommitFirst(ctx, func(tx *kv.Tx) error {
 		a := s.applier(tx, userID, true)
+		a.live = true
 		m, _, err := a.message(in)
 		if err != nil {
 			return err
@@ -104,15 +106,33 @@ func (s *Service) Message(ctx context.Context, userID string, in MessageIn) (str
 	return id, nil
 }
 
+// LiveBatch is the most entries (sessions plus messages) a batch without
+// keepDates may hold to count as a live sync, like the single-entry
+// endpoints: it commits ahead of bulk writes (kv's CommitFirst) and its
+// sessions go on the indexer's live lane, ahead of bulk work. The plugins that batch (droid, pi) send one session's new messages
+// of one turn, tens of entries; uploads of history send hundreds (the
+// bench and hindsight import, 500) and keepDates batches are imports.
+const LiveBatch = 100
+
+// Live reports whether b is a live sync (see LiveBatch).
+func (b Batch) Live() bool {
+	return !b.KeepDates && len(b.Sessions)+len(b.Messages) <= LiveBatch
+}
+
 // Batch applies sessions, then messages, in one transaction. createdAt is
 // ignored on batch entries (server time is used), as the spec says, unless
 // b.KeepDates: then it is honoured on first insert, as on the single
 // endpoints (hindsight import keeps the dates of past sessions this way).
 func (s *Service) Batch(ctx context.Context, userID string, b Batch) (BatchResult, error) {
 	var res BatchResult
-	err := s.store.Commit(ctx, func(tx *kv.Tx) error {
+	commit := s.store.Commit
+	if b.Live() {
+		commit = s.store.CommitFirst // ahead of bulk writes, as in the indexer
+	}
+	err := commit(ctx, func(tx *kv.Tx) error {
 		res = BatchResult{} // Commit may run this function more than once
 		a := s.applier(tx, userID, b.KeepDates)
+		a.live = b.Live()
 		for _, in := range b.Sessions {
 			_, o, err := a.session(in)
 			if err != nil {
@@ -144,6 +164,7 @@ type applier struct {
 	userID      string
 	now         int64
 	honourDates bool
+	live        bool                     // a live sync: sessions go on the indexer's live lane
 	sessions    map[string]*sessionState // by external id
 	order       []*sessionState
 }
@@ -379,8 +400,12 @@ func (a *applier) flush() error {
 		if err := a.tx.PutSession(&st.s, st.prev); err != nil {
 			return fmt.Errorf("write session %s: %w", st.s.ID, err)
 		}
+		mark := a.tx.MarkDirty
+		if a.live {
+			mark = a.tx.MarkLive
+		}
 		if st.reindex {
-			if err := a.tx.MarkDirty(a.userID, st.s.ID); err != nil {
+			if err := mark(a.userID, st.s.ID); err != nil {
 				return fmt.Errorf("outbox session %s: %w", st.s.ID, err)
 			}
 		}

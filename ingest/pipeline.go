@@ -56,6 +56,11 @@ type PipelineOptions struct {
 	// many seconds; at least one session is always taken. 0 = 2 MiB, about
 	// 350 typical sessions: BatchSize binds first for those.
 	StepBytes int
+	// LiveWindow is how long after a live step bulk steps stay small (a
+	// quarter of BatchSize and StepBytes), so that the next live write,
+	// which waits for the bulk step under way, waits for a short one; a
+	// bulk import with no live traffic takes full steps. 0 = 1 minute.
+	LiveWindow time.Duration
 	// Backoff bounds the retry delay after a failed step. 0 = 30s.
 	MaxBackoff time.Duration
 	Logger     zerolog.Logger
@@ -75,6 +80,13 @@ type PipelineOptions struct {
 // outruns the indexer delays context and semantic search, not full-text
 // search; live traffic keeps both queues near empty.
 //
+// Live writes (kv's MarkLive: the plugins' single-entry syncs and small
+// batches) are also put on each queue's live lane, and a step takes only
+// live entries while there are any, so a live write waits at most for the
+// bulk step under way, not for a bulk import's backlog. While the search
+// queue holds only bulk work the chunk queue still takes its live entries.
+// Bulk work waits while live work keeps coming.
+//
 // An entry is removed only after the index (and, for the chunk queue,
 // every stage) accepted its session, and only if no newer write marked it
 // again meanwhile. After a crash a session may be indexed twice; the index
@@ -88,6 +100,7 @@ type Pipeline struct {
 	wake   chan struct{}
 
 	mu       sync.Mutex
+	lastLive time.Time       // when a step last took live work
 	lag      []time.Duration // recent index lags (write -> searchable), for the bench
 	lastErr  error           // of the search queue's last step
 	chunkErr error           // of the chunk queue's last step
@@ -107,6 +120,9 @@ func NewPipeline(store *kv.Store, idx TextIndex, opts PipelineOptions, stages ..
 	}
 	if opts.MaxBackoff <= 0 {
 		opts.MaxBackoff = 30 * time.Second
+	}
+	if opts.LiveWindow <= 0 {
+		opts.LiveWindow = time.Minute
 	}
 	return &Pipeline{store: store, index: idx, stages: stages, opts: opts, log: opts.Logger, wake: make(chan struct{}, 1)}
 }
@@ -166,6 +182,7 @@ func (p *Pipeline) Run(ctx context.Context) {
 		case n > 0:
 			fail.ok(p.log, "full-text indexing")
 			backoff = 0
+			poke()   // the chunk queue may have live work to do meanwhile
 			continue // more may be queued
 		}
 		fail.ok(p.log, "full-text indexing")
@@ -206,7 +223,7 @@ func (p *Pipeline) runChunks(ctx context.Context, wake <-chan struct{}) {
 		case <-wake:
 		case <-poll.C:
 		}
-		for ctx.Err() == nil && !p.searchBusy(ctx) {
+		for ctx.Err() == nil && p.chunkTurn(ctx) {
 			n, err := p.drain(ctx, kv.ChunkQueue)
 			if ctx.Err() != nil {
 				return
@@ -262,14 +279,24 @@ func (f *failures) ok(log zerolog.Logger, what string) {
 	}
 }
 
-// searchBusy reports whether the search queue has work (or cannot be read).
-func (p *Pipeline) searchBusy(ctx context.Context) bool {
-	busy := true
+// chunkTurn reports whether the chunk queue may take a step: when the
+// search queue is empty, or when it holds only bulk work and the chunk
+// queue has live work (so a live session's context and vectors do not
+// wait for a bulk import's full-text indexing). Never while the search
+// queue has live work, nor when the outbox cannot be read.
+func (p *Pipeline) chunkTurn(ctx context.Context) bool {
+	turn := false
 	_ = p.store.View(ctx, func(tx *kv.Tx) error {
-		busy = len(tx.DirtySessions(kv.SearchQueue, 1)) > 0
+		switch {
+		case tx.HasLive(kv.SearchQueue):
+		case len(tx.DirtySessions(kv.SearchQueue, 1)) == 0:
+			turn = true
+		default:
+			turn = tx.HasLive(kv.ChunkQueue)
+		}
 		return nil
 	})
-	return busy
+	return turn
 }
 
 // busy reports whether either queue has work (or cannot be read).
@@ -298,8 +325,13 @@ func (p *Pipeline) DrainOnce(ctx context.Context) (int, error) {
 func (p *Pipeline) drain(ctx context.Context, q kv.Queue) (int, error) {
 	var dirty []kv.Dirty
 	var docs []Doc
+	budget := stepBudget{p.opts.BatchSize, p.opts.StepBytes}
 	err := p.store.View(ctx, func(tx *kv.Tx) error {
 		dirty = tx.DirtySessions(q, p.opts.BatchSize)
+		if len(dirty) > 0 && !dirty[0].Live {
+			budget = p.bulkBudget()
+			dirty = dirty[:min(len(dirty), budget.sessions)]
+		}
 		docs = docs[:0]
 		size := 0
 		for i, d := range dirty {
@@ -308,7 +340,7 @@ func (p *Pipeline) drain(ctx context.Context, q kv.Queue) (int, error) {
 				return err
 			}
 			docs = append(docs, doc)
-			if size += doc.textBytes(); size >= p.opts.StepBytes {
+			if size += doc.textBytes(); size >= budget.bytes {
 				dirty = dirty[:i+1] // the rest waits for the next step
 				break
 			}
@@ -318,6 +350,11 @@ func (p *Pipeline) drain(ctx context.Context, q kv.Queue) (int, error) {
 	if err != nil || len(dirty) == 0 {
 		p.record(q, 0, err)
 		return 0, err
+	}
+	if dirty[0].Live {
+		p.mu.Lock()
+		p.lastLive = time.Now()
+		p.mu.Unlock()
 	}
 	if q == kv.SearchQueue {
 		err = p.write(ctx, docs, p.index.PutSessions, false)
@@ -329,7 +366,8 @@ func (p *Pipeline) drain(ctx context.Context, q kv.Queue) (int, error) {
 		return 0, err
 	}
 	now := time.Now()
-	err = p.store.Commit(ctx, func(tx *kv.Tx) error {
+	// Small, and the indexer waits on it: ahead of queued bulk writes.
+	err = p.store.CommitFirst(ctx, func(tx *kv.Tx) error {
 		for _, d := range dirty {
 			if err := tx.ClearDirty(d); err != nil {
 				return err
@@ -367,6 +405,24 @@ func (p *Pipeline) drain(ctx context.Context, q kv.Queue) (int, error) {
 		p.record(q, 0, nil)
 	}
 	return len(dirty), nil
+}
+
+// stepBudget bounds a step: sessions and bytes of text.
+type stepBudget struct{ sessions, bytes int }
+
+// bulkBudget bounds a bulk step: BatchSize sessions and StepBytes of text,
+// a quarter of each within LiveWindow of a live step. A live write that
+// arrives during a bulk step waits for it, and a full bulk step of long
+// sessions took up to 2 s on 2 busy cores in bench load (a live step:
+// tens of ms).
+func (p *Pipeline) bulkBudget() stepBudget {
+	b := stepBudget{p.opts.BatchSize, p.opts.StepBytes}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.lastLive.IsZero() && time.Since(p.lastLive) < p.opts.LiveWindow {
+		b = stepBudget{max(1, b.sessions/4), max(1, b.bytes/4)}
+	}
+	return b
 }
 
 // write indexes docs with put (PutSessions for a search step, PutChunks for

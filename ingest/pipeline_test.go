@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -162,5 +163,142 @@ func TestPipelineStepBytes(t *testing.T) {
 	// Three search steps, then three chunk steps, of one session each.
 	if want := []int{1, 1, 1, 1, 1, 1}; !slices.Equal(steps, want) {
 		t.Errorf("steps took %v sessions, want %v", steps, want)
+	}
+}
+
+// TestPipelineLiveFirst: a live write is indexed before a backlog of bulk
+// writes queued earlier, in a step of its own, on both queues; after it
+// bulk steps are a quarter of BatchSize; then the backlog is indexed and
+// nothing is lost.
+func TestPipelineLiveFirst(t *testing.T) {
+	f := newFixture(t)
+	ix := openIndex(t)
+	stage := &recordingStage{}
+	p := ingest.NewPipeline(f.st, ix, ingest.PipelineOptions{BatchSize: 8}, stage)
+	step := func(want int) {
+		t.Helper()
+		if n, err := p.DrainOnce(ctx); err != nil || n != want {
+			t.Fatalf("DrainOnce = %d, %v; want %d sessions", n, err, want)
+		}
+	}
+	found := func(kind index.Kind, text string) []string {
+		t.Helper()
+		hits, err := ix.Search(ctx, index.Query{UserID: f.user, Text: text, Kind: kind})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, h := range hits {
+			ids = append(ids, h.SessionID)
+		}
+		return sortedIDs(ids...)
+	}
+	id := func(ext string) string { s, _ := f.stored(ext); return s.ID }
+	// A bulk import of five sessions (a keepDates batch).
+	imports := func(msg, text string) {
+		t.Helper()
+		var bulk []string
+		for i := range 5 {
+			bulk = append(bulk, fmt.Sprintf(`{"sessionExternalId":"b%d","externalId":%q,"role":"user","textContent":%q}`, i, msg, text))
+		}
+		b, err := ingest.DecodeBatchKeepingDates([]byte(`{"messages":[`+strings.Join(bulk, ",")+`]}`), ingest.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.svc.Batch(ctx, f.user, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// With no live traffic a bulk step is full size.
+	imports("m1", "imported heron")
+	step(5)
+	step(5)
+	stage.calls = nil
+
+	// A second import, then a plugin syncs one message.
+	imports("m2", "imported egret")
+	f.message(`{"sessionExternalId":"live","externalId":"l1","role":"user","textContent":"live falcon"}`)
+	step(1)
+	if got := found(index.Sessions, "falcon"); !slices.Equal(got, []string{id("live")}) {
+		t.Errorf("after one step: falcon = %v, want the live session", got)
+	}
+	if got := found(index.Sessions, "egret"); len(got) != 0 {
+		t.Errorf("after one step: egret = %v, want no bulk session yet (the live step takes live work only)", got)
+	}
+	// A live write to a session of the backlog takes it out of turn.
+	f.message(`{"sessionExternalId":"b3","externalId":"l2","role":"user","textContent":"live osprey"}`)
+	step(1)
+	if got := found(index.Sessions, "egret"); !slices.Equal(got, []string{id("b3")}) {
+		t.Errorf("after the second step: egret = %v, want only b3", got)
+	}
+	step(2) // the backlog, oldest first, a quarter of BatchSize at a time
+	step(2)
+	// The chunk queue serves its live entries first, alone.
+	step(2)
+	if want := sortedIDs(id("live"), id("b3")); len(stage.calls) != 1 || !slices.Equal(stage.calls[0], want) {
+		t.Errorf("first chunk step: stage calls %v, want [%v]", stage.calls, want)
+	}
+	step(2)
+	step(2)
+	step(0)
+	all := sortedIDs(id("live"), id("b0"), id("b1"), id("b2"), id("b3"), id("b4"))
+	for _, kind := range []index.Kind{index.Sessions, index.Chunks} {
+		if got := slices.Compact(found(kind, "egret falcon")); !slices.Equal(got, all) {
+			t.Errorf("kind %v: egret falcon = %v, want every session %v", kind, got, all)
+		}
+	}
+	var n int
+	_ = f.st.View(ctx, func(tx *kv.Tx) error { n = tx.OutboxLen(); return nil })
+	if n != 0 {
+		t.Errorf("outbox holds %d entries after draining, want 0", n)
+	}
+}
+
+// TestLiveWrites: the single-entry endpoints and small batches without
+// keepDates are live syncs; keepDates batches and larger ones are bulk.
+func TestLiveWrites(t *testing.T) {
+	msgs := func(n int) string {
+		var m []string
+		for i := range n {
+			m = append(m, fmt.Sprintf(`{"sessionExternalId":"s","externalId":"m%d","role":"user","textContent":"hello"}`, i))
+		}
+		return `{"messages":[` + strings.Join(m, ",") + `]}`
+	}
+	tests := []struct {
+		name  string
+		write func(f *fixture)
+		live  bool
+	}{
+		{"session", func(f *fixture) { f.session(`{"externalId":"s","title":"a title"}`) }, true},
+		{"message", func(f *fixture) {
+			f.message(`{"sessionExternalId":"s","externalId":"m","role":"user","textContent":"hi"}`)
+		}, true},
+		{"batch of one", func(f *fixture) { f.batch(msgs(1)) }, true},
+		{"batch at the threshold", func(f *fixture) { f.batch(msgs(ingest.LiveBatch)) }, true},
+		{"batch over the threshold", func(f *fixture) { f.batch(msgs(ingest.LiveBatch + 1)) }, false},
+		{"batch with keepDates", func(f *fixture) {
+			b, err := ingest.DecodeBatchKeepingDates([]byte(msgs(1)), ingest.Limits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.svc.Batch(ctx, f.user, b); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			tc.write(f)
+			var live, queued bool
+			_ = f.st.View(ctx, func(tx *kv.Tx) error {
+				live, queued = tx.HasLive(kv.SearchQueue), tx.HasDirty()
+				return nil
+			})
+			if !queued || live != tc.live {
+				t.Errorf("queued %v, live %v; want queued, live %v", queued, live, tc.live)
+			}
+		})
 	}
 }

@@ -85,6 +85,15 @@ func (s *Store) Check() error {
 				}
 				return nil
 			})
+			if lane := tx.bucket(q.liveBucket()); lane != nil {
+				entries := tx.bucket(q.bucket())
+				_ = lane.ForEach(func(k, v []byte) error {
+					if len(v) != 8 || entries.Get(k) == nil {
+						fail("%s live lane entry %q has no outbox entry", q, k)
+					}
+					return nil
+				})
+			}
 		}
 		return errors.Join(errs...)
 	})

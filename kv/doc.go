@@ -22,8 +22,9 @@
 // # Outbox
 //
 // A write that changes a session's searchable content marks the session dirty
-// in the same transaction ([Tx.MarkDirty]). The indexer reads dirty entries
-// ([Tx.Dirty]) and clears each one only after the index accepted it
+// in the same transaction ([Tx.MarkDirty], or [Tx.MarkLive] for a live sync,
+// which the indexer serves first). The indexer reads dirty entries
+// ([Tx.DirtySessions]) and clears each one only after the index accepted it
 // ([Tx.ClearDirty]), and only if no newer write marked it again meanwhile. A
 // crash therefore loses nothing; at worst a session is indexed twice.
 package kv

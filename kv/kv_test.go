@@ -804,3 +804,157 @@ func TestPassOn(t *testing.T) {
 		t.Errorf("after clearing the chunk queue: %+v, busy %v, len %d; want an empty outbox", d, busy, n)
 	}
 }
+
+// TestLiveLane: entries a live write marked come before older bulk ones
+// and a step of them takes no bulk entry; an entry leaves the lane once the
+// indexer read its live write, whatever bulk write came after, but not
+// when a live write came after the read; the lane passes on to ChunkQueue.
+func TestLiveLane(t *testing.T) {
+	st := kvtest.Open(t)
+	u := createUsers(t, st, 1)[0]
+	ids := make([]string, 4)
+	mustCommit(t, st, func(tx *kv.Tx) error {
+		for i := range ids {
+			ids[i] = kv.NewID()
+			s := kv.Session{ID: ids[i], UserID: u.ID, ExternalID: fmt.Sprint(i), Source: "pi", CreatedAt: 1, UpdatedAt: 1}
+			if err := tx.PutSession(&s, 0); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	// A bulk backlog of three sessions, then a live write to the fourth.
+	for _, id := range ids[:3] {
+		mustCommit(t, st, func(tx *kv.Tx) error { return tx.MarkDirty(u.ID, id) })
+	}
+	mustCommit(t, st, func(tx *kv.Tx) error { return tx.MarkLive(u.ID, ids[3]) })
+	queue := func(q kv.Queue, limit int) (got []string, live []bool, d []kv.Dirty) {
+		_ = st.View(ctx, func(tx *kv.Tx) error { d = tx.DirtySessions(q, limit); return nil })
+		for _, e := range d {
+			got, live = append(got, e.SessionID), append(live, e.Live)
+		}
+		return got, live, d
+	}
+	if got, live, _ := queue(kv.SearchQueue, 2); !slices.Equal(got, ids[3:]) || !slices.Equal(live, []bool{true}) {
+		t.Fatalf("DirtySessions(2) = %v (live %v), want only the live entry %v", got, live, ids[3:])
+	}
+
+	// The indexer reads the live entry; a bulk write to it follows: the
+	// entry stays queued for that write, but off the lane.
+	_, _, read := queue(kv.SearchQueue, 0)
+	mustCommit(t, st, func(tx *kv.Tx) error { return tx.MarkDirty(u.ID, ids[3]) })
+	mustCommit(t, st, func(tx *kv.Tx) error { return tx.ClearDirty(read[0]) })
+	if got, live, _ := queue(kv.SearchQueue, 0); len(got) != 4 || slices.Contains(live, true) {
+		t.Fatalf("after a bulk write to a live entry being indexed: %v (live %v), want all four as bulk", got, live)
+	}
+
+	// A bulk step reads the backlog; a live write to one of them follows:
+	// that entry stays, on the lane.
+	_, _, read = queue(kv.SearchQueue, 0)
+	mustCommit(t, st, func(tx *kv.Tx) error { return tx.MarkLive(u.ID, ids[1]) })
+	mustCommit(t, st, func(tx *kv.Tx) error {
+		for _, d := range read {
+			if err := tx.ClearDirty(d); err != nil {
+				return err
+			}
+			if err := tx.PassOn(d); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	got, live, read := queue(kv.SearchQueue, 0)
+	if !slices.Equal(got, ids[1:2]) || !slices.Equal(live, []bool{true}) {
+		t.Fatalf("after a live write to a bulk entry being indexed: %v (live %v), want %v live", got, live, ids[1:2])
+	}
+	mustCommit(t, st, func(tx *kv.Tx) error {
+		if err := tx.ClearDirty(read[0]); err != nil {
+			return err
+		}
+		return tx.PassOn(read[0])
+	})
+	// On the chunk queue the live session comes first, alone.
+	if got, live, _ := queue(kv.ChunkQueue, 0); !slices.Equal(got, ids[1:2]) || !slices.Equal(live, []bool{true}) {
+		t.Errorf("chunk queue = %v (live %v), want %v live", got, live, ids[1:2])
+	}
+	var hasLive bool
+	_ = st.View(ctx, func(tx *kv.Tx) error { hasLive = tx.HasLive(kv.ChunkQueue) && !tx.HasLive(kv.SearchQueue); return nil })
+	if !hasLive {
+		t.Error("HasLive: want the chunk queue's lane busy and the search queue's empty")
+	}
+	if err := st.Check(); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestCommitFirst: a CommitFirst call queued behind bulk Commits runs
+// before them, in a transaction without them; all of them commit.
+func TestCommitFirst(t *testing.T) {
+	st := kvtest.Open(t)
+	const bulk = 8
+	// The calls reach the queue in goroutines; on a machine too busy for
+	// them to be queued by the time the committer is released, try again.
+	for attempt := 1; ; attempt++ {
+		var mu sync.Mutex
+		var order []string
+		var txs []*kv.Tx
+		record := func(name string) func(*kv.Tx) error {
+			return func(tx *kv.Tx) error {
+				mu.Lock()
+				order, txs = append(order, name), append(txs, tx)
+				mu.Unlock()
+				return tx.SetMeta(fmt.Sprintf("a%d/%s", attempt, name), []byte(name))
+			}
+		}
+		release, running := make(chan struct{}), make(chan struct{})
+		var wg sync.WaitGroup
+		errs := make(chan error, bulk+2)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- st.Commit(ctx, func(*kv.Tx) error {
+				close(running)
+				<-release
+				return nil
+			})
+		}()
+		<-running // the committer is busy: what follows queues
+		for i := range bulk {
+			wg.Add(1)
+			go func() { defer wg.Done(); errs <- st.Commit(ctx, record(fmt.Sprint("bulk", i))) }()
+		}
+		time.Sleep(50 * time.Millisecond)
+		wg.Add(1)
+		go func() { defer wg.Done(); errs <- st.CommitFirst(ctx, record("first")) }()
+		time.Sleep(50 * time.Millisecond)
+		close(release)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(order) != bulk+1 {
+			t.Fatalf("%d calls ran, want %d", len(order), bulk+1)
+		}
+		var stored int
+		_ = st.View(ctx, func(tx *kv.Tx) error {
+			for _, name := range order {
+				if string(tx.Meta(fmt.Sprintf("a%d/%s", attempt, name))) == name {
+					stored++
+				}
+			}
+			return nil
+		})
+		if stored != bulk+1 {
+			t.Fatalf("%d writes stored, want %d", stored, bulk+1)
+		}
+		if order[0] == "first" && !slices.Contains(txs[1:], txs[0]) {
+			return
+		}
+		if attempt == 5 {
+			t.Fatalf("order %v: want the CommitFirst call first, in a transaction of its own", order)
+		}
+	}
+}

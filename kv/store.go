@@ -29,22 +29,24 @@ var (
 )
 
 var (
-	bucketUsers        = []byte("users")         // user id -> User
-	bucketUserNames    = []byte("usernames")     // name -> user id
-	bucketKeys         = []byte("keys")          // key hash (hex) -> APIKey
-	bucketSessions     = []byte("sessions")      // uid+sid -> Session
-	bucketExternal     = []byte("sessext")       // uid+externalId -> sid
-	bucketOrder        = []byte("sessorder")     // uid+updatedAt(8, big endian)+sid -> nil
-	bucketMessages     = []byte("messages")      // uid+sid+seq(8) -> Message
-	bucketMsgExt       = []byte("msgext")        // uid+sid+externalId -> seq(8)
-	bucketOutbox       = []byte("outbox")        // uid+sid -> version(8) | since(8, Unix ns): SearchQueue
-	bucketOutboxChunks = []byte("outbox.chunks") // same layout: ChunkQueue
-	bucketPurge        = []byte("purge")         // uid+sid -> nil: deleted sessions whose messages are still being removed
-	bucketMeta         = []byte("meta")          // schema and component metadata
+	bucketUsers            = []byte("users")              // user id -> User
+	bucketUserNames        = []byte("usernames")          // name -> user id
+	bucketKeys             = []byte("keys")               // key hash (hex) -> APIKey
+	bucketSessions         = []byte("sessions")           // uid+sid -> Session
+	bucketExternal         = []byte("sessext")            // uid+externalId -> sid
+	bucketOrder            = []byte("sessorder")          // uid+updatedAt(8, big endian)+sid -> nil
+	bucketMessages         = []byte("messages")           // uid+sid+seq(8) -> Message
+	bucketMsgExt           = []byte("msgext")             // uid+sid+externalId -> seq(8)
+	bucketOutbox           = []byte("outbox")             // uid+sid -> version(8) | since(8, Unix ns): SearchQueue
+	bucketOutboxChunks     = []byte("outbox.chunks")      // same layout: ChunkQueue
+	bucketOutboxLive       = []byte("outbox.live")        // uid+sid -> version(8) of its newest live write: SearchQueue's live lane
+	bucketOutboxChunksLive = []byte("outbox.chunks.live") // same: ChunkQueue's live lane
+	bucketPurge            = []byte("purge")              // uid+sid -> nil: deleted sessions whose messages are still being removed
+	bucketMeta             = []byte("meta")               // schema and component metadata
 )
 
 var allBuckets = [][]byte{bucketUsers, bucketUserNames, bucketKeys, bucketSessions, bucketExternal,
-	bucketOrder, bucketMessages, bucketMsgExt, bucketOutbox, bucketOutboxChunks, bucketPurge, bucketMeta, bucketWebSessions}
+	bucketOrder, bucketMessages, bucketMsgExt, bucketOutbox, bucketOutboxChunks, bucketOutboxLive, bucketOutboxChunksLive, bucketPurge, bucketMeta, bucketWebSessions}
 
 // Options configures Open.
 type Options struct {
@@ -66,6 +68,7 @@ type Store struct {
 	codec     atomic.Pointer[codec]
 	dictTried bool // the committer tried to take a dictionary
 	calls     chan *call
+	urgent    chan *call // CommitFirst's calls
 	stop      chan struct{}
 	wg        sync.WaitGroup
 	once      sync.Once
@@ -134,7 +137,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	s := &Store{db: db, path: path, calls: make(chan *call, 4096), stop: make(chan struct{}), group: opts.MaxGroup}
+	s := &Store{db: db, path: path, calls: make(chan *call, 4096), urgent: make(chan *call, 1024), stop: make(chan struct{}), group: opts.MaxGroup}
 	s.codec.Store(cd)
 	s.wg.Add(1)
 	go s.committer()
@@ -176,6 +179,20 @@ func (s *Store) View(ctx context.Context, fn func(*Tx) error) error {
 // another fn of the same group fails), so it must reset any state it
 // computes on every run.
 func (s *Store) Commit(ctx context.Context, fn func(*Tx) error) error {
+	return s.commit(ctx, s.calls, fn)
+}
+
+// CommitFirst is Commit for a small write that someone is waiting on (a
+// live sync, the indexer clearing its outbox entries): it goes ahead of the
+// writes queued by Commit, in a transaction with only other CommitFirst
+// calls, so it waits for the transaction under way but not for a group of
+// bulk writes. The committer alternates between the two queues while both
+// have calls, so neither starves.
+func (s *Store) CommitFirst(ctx context.Context, fn func(*Tx) error) error {
+	return s.commit(ctx, s.urgent, fn)
+}
+
+func (s *Store) commit(ctx context.Context, queue chan *call, fn func(*Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -186,7 +203,7 @@ func (s *Store) Commit(ctx context.Context, fn func(*Tx) error) error {
 		return ErrClosed
 	}
 	select {
-	case s.calls <- c:
+	case queue <- c:
 	case <-ctx.Done():
 		s.mu.RUnlock()
 		return ctx.Err()
@@ -199,21 +216,43 @@ func (s *Store) Commit(ctx context.Context, fn func(*Tx) error) error {
 
 // committer is the single writer: it takes every queued call and runs them in
 // one transaction, so a burst of N writers costs one fsync, and an idle store
-// commits a lone writer at once (no batching delay).
+// commits a lone writer at once (no batching delay). CommitFirst's calls go
+// first, in groups of their own; after such a group, Commit's queue is
+// served next if it has calls.
 func (s *Store) committer() {
 	defer s.wg.Done()
+	afterUrgent := false
 	for {
 		var first *call
-		select {
-		case first = <-s.calls:
-		case <-s.stop:
-			// Drain what was queued before Close.
-			for {
-				select {
-				case c := <-s.calls:
-					s.run([]*call{c})
-				default:
-					return
+		urgent := false
+		if afterUrgent {
+			select {
+			case first = <-s.calls:
+			default:
+			}
+		} else {
+			select {
+			case first = <-s.urgent:
+				urgent = true
+			default:
+			}
+		}
+		if first == nil {
+			select {
+			case first = <-s.urgent:
+				urgent = true
+			case first = <-s.calls:
+			case <-s.stop:
+				// Drain what was queued before Close.
+				for {
+					select {
+					case c := <-s.urgent:
+						s.run([]*call{c})
+					case c := <-s.calls:
+						s.run([]*call{c})
+					default:
+						return
+					}
 				}
 			}
 		}
@@ -221,12 +260,21 @@ func (s *Store) committer() {
 	fill:
 		for len(group) < s.group {
 			select {
-			case c := <-s.calls:
+			case c := <-s.urgent:
 				group = append(group, c)
 			default:
-				break fill
+				if urgent {
+					break fill
+				}
+				select {
+				case c := <-s.calls:
+					group = append(group, c)
+				default:
+					break fill
+				}
 			}
 		}
+		afterUrgent = urgent
 		s.run(group)
 		s.takeDictionary()
 	}

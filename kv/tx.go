@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sort"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 func get[T any](b interface{ Get([]byte) []byte }, key []byte) (T, error) {
@@ -329,6 +331,13 @@ func (tx *Tx) Messages(userID, sessionID string, fn func(Message) error) error {
 // passes it on to ChunkQueue for the slower derived data. So a backlog of
 // chunk and vector work never delays search, and each queue's entry lives
 // until its own stage is done.
+//
+// Each queue has a live lane: an entry a live write (a plugin syncing as
+// the user works) put on the queue is also on the lane, and DirtySessions
+// serves the lane before the rest, so a bulk import's backlog does not
+// delay live writes. The lane is a bucket of its own beside the queue's,
+// written in the transaction that writes the entry; older versions of
+// Hindsight ignore it and see an ordinary queue.
 type Queue uint8
 
 const (
@@ -344,6 +353,13 @@ func (q Queue) bucket() []byte {
 		return bucketOutboxChunks
 	}
 	return bucketOutbox
+}
+
+func (q Queue) liveBucket() []byte {
+	if q == ChunkQueue {
+		return bucketOutboxChunksLive
+	}
+	return bucketOutboxLive
 }
 
 func (q Queue) String() string {
@@ -362,6 +378,9 @@ type Dirty struct {
 	// entries written before this was recorded): the indexer's lag for the
 	// session is the time from Since until it is searchable.
 	Since time.Time
+	// Live: a live write is among those waiting (the entry is on its
+	// queue's live lane).
+	Live bool
 	// read is when the transaction that read the entry began: every write
 	// after it is missing from what the indexer loaded.
 	read time.Time
@@ -385,24 +404,33 @@ func parseOutbox(v []byte) (version uint64, since time.Time, ok bool) {
 }
 
 // MarkDirty puts the session on SearchQueue with a fresh version. An entry
-// already there keeps its Since: the older write is still waiting.
+// already there keeps its Since: the older write is still waiting. Bulk
+// writes (imports, large batches) and deletions use it.
 func (tx *Tx) MarkDirty(userID, sessionID string) error {
-	return tx.mark(SearchQueue, userID, sessionID, time.Now())
+	return tx.mark(SearchQueue, userID, sessionID, time.Now(), false)
+}
+
+// MarkLive is MarkDirty for a live write: the entry is also put on the
+// search queue's live lane, served before the rest of the queue, until
+// the indexer has read this write.
+func (tx *Tx) MarkLive(userID, sessionID string) error {
+	return tx.mark(SearchQueue, userID, sessionID, time.Now(), true)
 }
 
 // PassOn puts d's session on ChunkQueue, waiting since d.Since (or since an
-// older time already recorded there). The indexer calls it in the
-// transaction that clears d from SearchQueue, so a session is always on at
-// least one queue until all its derived data is written.
+// older time already recorded there), on its live lane if d was on the
+// search queue's. The indexer calls it in the transaction that clears d
+// from SearchQueue, so a session is always on at least one queue until all
+// its derived data is written.
 func (tx *Tx) PassOn(d Dirty) error {
 	since := d.Since
 	if since.IsZero() {
 		since = d.read
 	}
-	return tx.mark(ChunkQueue, d.UserID, d.SessionID, since)
+	return tx.mark(ChunkQueue, d.UserID, d.SessionID, since, d.Live)
 }
 
-func (tx *Tx) mark(q Queue, userID, sessionID string, since time.Time) error {
+func (tx *Tx) mark(q Queue, userID, sessionID string, since time.Time, live bool) error {
 	b := tx.bucket(q.bucket())
 	v, err := b.NextSequence()
 	if err != nil {
@@ -412,21 +440,45 @@ func (tx *Tx) mark(q Queue, userID, sessionID string, since time.Time) error {
 	if _, old, ok := parseOutbox(b.Get(key)); ok && !old.IsZero() && old.Before(since) {
 		since = old
 	}
-	return b.Put(key, outboxValue(v, since))
+	if err := b.Put(key, outboxValue(v, since)); err != nil {
+		return err
+	}
+	if live {
+		return tx.bucket(q.liveBucket()).Put(key, u64(v))
+	}
+	return nil
 }
 
-// DirtySessions returns up to limit entries of queue q (0 = all), those
-// waiting longest first (entries without a time first of all, then by key),
-// so an indexer that falls behind a bulk import serves writes in arrival
-// order instead of starving sessions whose keys sort last. It reads the
-// whole queue: about 3 ms per 100,000 entries.
+// DirtySessions returns up to limit entries of queue q (0 = all). When the
+// queue's live lane has entries it returns only those, so a step of live
+// work never waits for bulk work taken with it; otherwise the whole queue.
+// Either way those waiting longest come first (entries without a time
+// first of all, then by key), so an indexer that falls behind a bulk
+// import serves writes in arrival order instead of starving sessions whose
+// keys sort last. Without live entries it reads the whole queue: about
+// 3 ms per 100,000 entries.
 func (tx *Tx) DirtySessions(q Queue, limit int) []Dirty {
+	entries := tx.bucket(q.bucket())
+	if lane := tx.bucket(q.liveBucket()); lane != nil { // nil in a read-only file of an older version
+		if live := tx.dirty(q, rankWaiting(lane.Cursor(), entries, limit), true); len(live) > 0 {
+			return live
+		}
+	}
+	return tx.dirty(q, rankWaiting(entries.Cursor(), nil, limit), false)
+}
+
+// rankWaiting returns, oldest first, up to limit (0 = all) of the entries
+// whose keys c visits; their values are read from entries when it is not
+// nil (c walks a live lane), else from c.
+func rankWaiting(c *bolt.Cursor, entries *bolt.Bucket, limit int) waitingHeap {
 	// With a limit, a max-heap of the limit oldest entries seen so far:
 	// a backlog of 100,000 entries is scanned, not copied and sorted.
 	var h waitingHeap
-	c := tx.bucket(q.bucket()).Cursor()
 	ord := 0
 	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if entries != nil {
+			v = entries.Get(k)
+		}
 		version, since, ok := parseOutbox(v)
 		if len(k) != 2*IDLen || !ok {
 			continue
@@ -451,9 +503,13 @@ func (tx *Tx) DirtySessions(q Queue, limit int) []Dirty {
 		}
 		return -1
 	})
+	return h
+}
+
+func (tx *Tx) dirty(q Queue, h waitingHeap, live bool) []Dirty {
 	out := make([]Dirty, len(h))
 	for i, e := range h {
-		out[i] = Dirty{UserID: string(e.key[:IDLen]), SessionID: string(e.key[IDLen:]), Queue: q, Version: e.version, read: tx.begun}
+		out[i] = Dirty{UserID: string(e.key[:IDLen]), SessionID: string(e.key[IDLen:]), Queue: q, Version: e.version, Live: live, read: tx.begun}
 		if e.since != 0 {
 			out[i].Since = time.Unix(0, e.since)
 		}
@@ -501,6 +557,22 @@ func (tx *Tx) HasDirty() bool {
 	return false
 }
 
+// HasLive reports whether queue q's live lane has an entry.
+func (tx *Tx) HasLive(q Queue) bool {
+	lane := tx.bucket(q.liveBucket())
+	if lane == nil {
+		return false
+	}
+	entries := tx.bucket(q.bucket())
+	c := lane.Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		if _, _, ok := parseOutbox(entries.Get(k)); ok {
+			return true
+		}
+	}
+	return false
+}
+
 // OutboxLen is the number of entries in both queues (a session waiting in
 // both counts twice).
 func (tx *Tx) OutboxLen() int {
@@ -510,10 +582,19 @@ func (tx *Tx) OutboxLen() int {
 // ClearDirty removes the entry from its queue only if it still has version
 // d.Version, so a write that arrived while the session was being indexed
 // keeps it dirty. Such an entry's Since moves up to when d was read: writes
-// before that are indexed now.
+// before that are indexed now. The entry leaves the live lane once the
+// lane's live write is among those d read (its version is at most
+// d.Version): a later bulk write keeps it queued, but not ahead of others.
 func (tx *Tx) ClearDirty(d Dirty) error {
 	b := tx.bucket(d.Queue.bucket())
 	key := cat([]byte(d.UserID), []byte(d.SessionID))
+	if lane := tx.bucket(d.Queue.liveBucket()); lane != nil {
+		if v := lane.Get(key); v != nil && (len(v) != 8 || binary.BigEndian.Uint64(v) <= d.Version) {
+			if err := lane.Delete(key); err != nil {
+				return err
+			}
+		}
+	}
 	version, since, ok := parseOutbox(b.Get(key))
 	switch {
 	case !ok:
