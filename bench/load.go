@@ -32,6 +32,12 @@ type LoadTarget struct {
 	Search func(ctx context.Context, user int, mode, q string, k int) (int, error)
 	// Rebuild re-indexes everything from the records and returns how many sessions.
 	Rebuild func(ctx context.Context) (int, error)
+	// RawBleve, when set, indexes the documents Rebuild writes, already
+	// read and built in memory, with Bleve's plain batch API into fresh
+	// indexes with the same mappings, and returns how many sessions and
+	// how long the indexing took (not the reading): the ceiling Bleve
+	// itself sets on Rebuild. Timed right after Rebuild, in the same run.
+	RawBleve func(ctx context.Context) (int, time.Duration, error)
 	// Disk reports what the data set takes on disk.
 	Disk func() DiskUse
 	// TextBytes returns the size of every session's searchable text: the
@@ -60,21 +66,25 @@ type StepOptions struct {
 
 // LoadStep is the outcome at one size.
 type LoadStep struct {
-	Sessions        int                `json:"sessions"`
-	Messages        int                `json:"messages"`
-	IngestMsgsPS    float64            `json:"ingest_messages_per_s"`
-	IngestElapsed   float64            `json:"ingest_s"`
-	LagP50ms        float64            `json:"index_lag_p50_ms"`
-	LagP99ms        float64            `json:"index_lag_p99_ms"`
-	Query           map[string]Latency `json:"query"` // "<mode>/<inprocess|http>"
-	RebuildPS       float64            `json:"rebuild_sessions_per_s,omitempty"`
-	HeapBytes       uint64             `json:"heap_bytes"`
-	RSSBytes        uint64             `json:"rss_bytes,omitempty"` // resident set of the process (Linux; 0 elsewhere)
-	RecordsBytes    int64              `json:"records_bytes"`
-	IndexBytes      int64              `json:"index_bytes"`
-	BytesPerSession float64            `json:"disk_bytes_per_session"` // records and index
-	HeapPerSession  float64            `json:"heap_bytes_per_session"`
-	RSSPerSession   float64            `json:"rss_bytes_per_session,omitempty"`
+	Sessions      int                `json:"sessions"`
+	Messages      int                `json:"messages"`
+	IngestMsgsPS  float64            `json:"ingest_messages_per_s"`
+	IngestElapsed float64            `json:"ingest_s"`
+	LagP50ms      float64            `json:"index_lag_p50_ms"`
+	LagP99ms      float64            `json:"index_lag_p99_ms"`
+	Query         map[string]Latency `json:"query"` // "<mode>/<inprocess|http>"
+	RebuildPS     float64            `json:"rebuild_sessions_per_s,omitempty"`
+	// RawBlevePS is LoadTarget.RawBleve's speed, RebuildToRaw the rebuild's
+	// fraction of it.
+	RawBlevePS      float64 `json:"raw_bleve_sessions_per_s,omitempty"`
+	RebuildToRaw    float64 `json:"rebuild_to_raw_bleve,omitempty"`
+	HeapBytes       uint64  `json:"heap_bytes"`
+	RSSBytes        uint64  `json:"rss_bytes,omitempty"` // resident set of the process (Linux; 0 elsewhere)
+	RecordsBytes    int64   `json:"records_bytes"`
+	IndexBytes      int64   `json:"index_bytes"`
+	BytesPerSession float64 `json:"disk_bytes_per_session"` // records and index
+	HeapPerSession  float64 `json:"heap_bytes_per_session"`
+	RSSPerSession   float64 `json:"rss_bytes_per_session,omitempty"`
 
 	// What the data is, against what it takes. Raw is the JSON bodies the
 	// sync API received; text is the searchable text (title and message
@@ -279,6 +289,14 @@ func (l *Loader) Step(ctx context.Context, o StepOptions) (LoadStep, error) {
 			return st, fmt.Errorf("rebuild: %w", err)
 		}
 		st.RebuildPS = float64(n) / time.Since(start).Seconds()
+		if l.t.RawBleve != nil {
+			n, took, err := l.t.RawBleve(ctx)
+			if err != nil {
+				return st, fmt.Errorf("raw bleve: %w", err)
+			}
+			st.RawBlevePS = float64(n) / took.Seconds()
+			st.RebuildToRaw = st.RebuildPS / st.RawBlevePS
+		}
 	}
 	return st, nil
 }
@@ -337,14 +355,15 @@ func PrintLoad(w io.Writer, steps []LoadStep, modes []string) {
 	for _, m := range modes {
 		fmt.Fprintf(w, " %19s %19s", m+" in-proc p50/p99", m+" http p50/p99")
 	}
-	fmt.Fprintf(w, " %11s %10s %10s %10s\n", "rebuild s/s", "heap B/s", "RSS B/s", "disk B/s")
+	fmt.Fprintf(w, " %11s %11s %5s %10s %10s %10s\n", "rebuild s/s", "rawBleve/s", "ratio", "heap B/s", "RSS B/s", "disk B/s")
 	for _, s := range steps {
 		fmt.Fprintf(w, "%9d %9d %10.0f %7.0fms %7.0fms", s.Sessions, s.Messages, s.IngestMsgsPS, s.LagP50ms, s.LagP99ms)
 		for _, m := range modes {
 			a, b := s.Query[m+"/inprocess"], s.Query[m+"/http"]
 			fmt.Fprintf(w, " %8.2f/%8.2fms %8.2f/%8.2fms", a.P50ms, a.P99ms, b.P50ms, b.P99ms)
 		}
-		fmt.Fprintf(w, " %11.0f %10.0f %10.0f %10.0f\n", s.RebuildPS, s.HeapPerSession, s.RSSPerSession, s.BytesPerSession)
+		fmt.Fprintf(w, " %11.0f %11.0f %5.2f %10.0f %10.0f %10.0f\n", s.RebuildPS, s.RawBlevePS, s.RebuildToRaw,
+			s.HeapPerSession, s.RSSPerSession, s.BytesPerSession)
 	}
 }
 

@@ -361,28 +361,14 @@ func (ix *Index) put(ctx context.Context, sessions []Session, withSessions, with
 		latest[k] = i
 	}
 
-	ix.wmu.Lock()
-	defer ix.wmu.Unlock()
 	if ix.closed.Load() {
 		return ErrClosed
 	}
 	start := time.Now()
-	var old map[string][]string
-	if withChunks {
-		var err error
-		if old, err = ix.chunkIDs(ctx, keys); err != nil {
-			return fmt.Errorf("index: put: find existing chunks: %w", err)
-		}
-	}
-	var sb, cb *bleve.Batch
-	if withSessions {
-		sb = ix.sessions.NewBatch()
-	}
-	if withChunks {
-		cb = ix.chunks.NewBatch()
-	}
 	// Analysis (in building the documents, see analyzedText) is most of a
-	// Put's CPU: it runs on every core, as Bleve's batch would run it.
+	// Put's CPU: it runs on every core, as Bleve's batch would run it, and
+	// outside the write lock, so a rebuild analyses its next batch while
+	// the previous one is written (see Put).
 	type built struct {
 		session *document.Document
 		chunks  []*document.Document
@@ -414,6 +400,26 @@ func (ix *Index) put(ctx context.Context, sessions []Session, withSessions, with
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+
+	ix.wmu.Lock()
+	defer ix.wmu.Unlock()
+	if ix.closed.Load() {
+		return ErrClosed
+	}
+	var old map[string][]string
+	if withChunks {
+		var err error
+		if old, err = ix.chunkIDs(ctx, keys); err != nil {
+			return fmt.Errorf("index: put: find existing chunks: %w", err)
+		}
+	}
+	var sb, cb *bleve.Batch
+	if withSessions {
+		sb = ix.sessions.NewBatch()
+	}
+	if withChunks {
+		cb = ix.chunks.NewBatch()
 	}
 	nChunks := 0
 	for i, k := range keys {
