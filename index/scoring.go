@@ -71,8 +71,12 @@ type analyzedText struct {
 }
 
 func newAnalyzedText(name string, text []byte, a analysis.Analyzer) *analyzedText {
+	return newAnalyzedTokens(name, text, a.Analyze(text))
+}
+
+// newAnalyzedTokens is newAnalyzedText for text already analysed into tokens.
+func newAnalyzedTokens(name string, text []byte, tokens analysis.TokenStream) *analyzedText {
 	f := &analyzedText{TextField: document.NewTextFieldCustom(name, nil, text, textOpts, nil)}
-	tokens := a.Analyze(text)
 	f.length = lengthOf(tokens)
 	// Bleve's own frequency computation, with term vectors as textOpts says.
 	f.freqs = analysis.TokenFrequency(tokens, nil, textOpts)
