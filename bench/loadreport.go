@@ -224,15 +224,16 @@ func LoadMarkdown(r *LoadResult) string {
 		"query latency per mode and memory and disk are measured. The rebuild re-indexes every session from the records " +
 		"into a fresh index (`hindsight reindex`); raw Bleve then indexes the same documents, already read and built in " +
 		"memory, with Bleve's plain batch API into fresh indexes with the same mappings: the ceiling Bleve's own analysis " +
-		"and segment building set on the rebuild, timed in the same run.\n\n")
+		"and segment building set on the rebuild, timed in the same run. CPU ms/session is the process's CPU time over " +
+		"each, steadier than wall time on a shared machine.\n\n")
 	b.WriteString("| sessions | messages | ingest msg/s | index lag p50 / p99 ms |")
 	sep := "|---|---|---|---|"
 	for _, m := range r.Modes {
 		fmt.Fprintf(&b, " %s p50 / p99 ms (in-process) | %s p50 / p99 ms (HTTP) |", m, m)
 		sep += "---|---|"
 	}
-	b.WriteString(" rebuild sessions/s | raw Bleve sessions/s (rebuild ×) | heap KiB/session | RSS KiB/session | disk KiB/session |\n")
-	b.WriteString(sep + "---|---|---|---|---|\n")
+	b.WriteString(" rebuild sessions/s | raw Bleve sessions/s (rebuild ×) | CPU ms/session rebuild / raw Bleve | heap KiB/session | RSS KiB/session | disk KiB/session |\n")
+	b.WriteString(sep + "---|---|---|---|---|---|\n")
 	for _, s := range r.Steps {
 		fmt.Fprintf(&b, "| %d | %d | %.0f | %.0f / %.0f |", s.Sessions, s.Messages, s.IngestMsgsPS, s.LagP50ms, s.LagP99ms)
 		for _, m := range r.Modes {
@@ -243,11 +244,12 @@ func LoadMarkdown(r *LoadResult) string {
 		if s.RebuildPS > 0 {
 			rebuild = fmt.Sprintf("%.0f", s.RebuildPS)
 		}
-		raw := "–"
+		raw, cpu := "–", "–"
 		if s.RawBlevePS > 0 {
 			raw = fmt.Sprintf("%.0f (%.2f×)", s.RawBlevePS, s.RebuildToRaw)
+			cpu = fmt.Sprintf("%.2f / %.2f", s.RebuildCPUms, s.RawBleveCPUms)
 		}
-		fmt.Fprintf(&b, " %s | %s | %.1f | %.1f | %.1f |\n", rebuild, raw, s.HeapPerSession/1024, s.RSSPerSession/1024, s.BytesPerSession/1024)
+		fmt.Fprintf(&b, " %s | %s | %s | %.1f | %.1f | %.1f |\n", rebuild, raw, cpu, s.HeapPerSession/1024, s.RSSPerSession/1024, s.BytesPerSession/1024)
 	}
 	if len(r.Steps) > 0 && r.Steps[0].PerSession != nil {
 		b.WriteString("\nDisk per session, against the data: the raw payload is the JSON the sync API received, the searchable " +

@@ -135,9 +135,9 @@ func loadOne(ctx context.Context, base config.Config, c LoadConfig, stdout, stde
 			}
 			return timedRebuild(ctx, a.Store, filepath.Join(work, "rebuild-index"), progressOut)
 		},
-		RawBleve: func(ctx context.Context) (int, time.Duration, error) {
+		RawBleve: func(ctx context.Context) (bench.RawRun, error) {
 			if base.TextIndex == "weaviate" {
-				return 0, 0, nil
+				return bench.RawRun{}, nil
 			}
 			return timedRawBleve(ctx, a.Store, filepath.Join(work, "raw-bleve"), progressOut)
 		},
@@ -219,8 +219,8 @@ func timedRebuild(ctx context.Context, st *kv.Store, dir string, progressOut io.
 // timedRawBleve reads every session's documents as a rebuild does, then
 // times only their indexing with Bleve's plain batch API (index.Plain), in
 // batches of the rebuild's size, into a fresh index in dir that it removes
-// afterwards. It returns the sessions indexed and the time taken.
-func timedRawBleve(ctx context.Context, st *kv.Store, dir string, progressOut io.Writer) (int, time.Duration, error) {
+// afterwards.
+func timedRawBleve(ctx context.Context, st *kv.Store, dir string, progressOut io.Writer) (bench.RawRun, error) {
 	defer os.RemoveAll(dir)
 	var batches [][]index.Session
 	n := 0
@@ -248,26 +248,26 @@ func timedRawBleve(ctx context.Context, st *kv.Store, dir string, progressOut io
 		return nil
 	})
 	if err != nil {
-		return 0, 0, err
+		return bench.RawRun{}, err
 	}
 	p, err := index.OpenPlain(dir, index.Options{Text: ingest.Texts{Store: st}})
 	if err != nil {
-		return 0, 0, err
+		return bench.RawRun{}, err
 	}
 	bar := progress.New(progressOut, "raw bleve", n)
-	start, done := time.Now(), 0
+	start, cpu, done := time.Now(), bench.ProcessCPU(), 0
 	for i, b := range batches {
 		if err := p.Put(ctx, b); err != nil {
 			p.Close()
-			return 0, 0, err
+			return bench.RawRun{}, err
 		}
 		batches[i] = nil // the documents are written: let them go
 		done += len(b)
 		bar.Set(done)
 	}
-	took := time.Since(start)
+	r := bench.RawRun{Sessions: n, Took: time.Since(start), CPU: bench.ProcessCPU() - cpu}
 	bar.Done()
-	return n, took, p.Close()
+	return r, p.Close()
 }
 
 // searchableText is the size of the text the index scores for the users'
