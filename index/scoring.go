@@ -70,11 +70,8 @@ type analyzedText struct {
 	freqs  bleveindex.TokenFrequencies
 }
 
-func newAnalyzedText(name string, text []byte, a analysis.Analyzer) *analyzedText {
-	return newAnalyzedTokens(name, text, a.Analyze(text))
-}
-
-// newAnalyzedTokens is newAnalyzedText for text already analysed into tokens.
+// newAnalyzedTokens is the field of text, given the tokens the analyzer
+// made of it.
 func newAnalyzedTokens(name string, text []byte, tokens analysis.TokenStream) *analyzedText {
 	f := &analyzedText{TextField: document.NewTextFieldCustom(name, nil, text, textOpts, nil)}
 	f.length = lengthOf(tokens)
@@ -83,7 +80,7 @@ func newAnalyzedTokens(name string, text []byte, tokens analysis.TokenStream) *a
 	return f
 }
 
-// Analyze implements document.Field: the work is done in newAnalyzedText.
+// Analyze implements document.Field: the work is done in newAnalyzedTokens.
 func (f *analyzedText) Analyze() {}
 
 // AnalyzedLength implements document.Field: the BM25 length, lengthOf.
