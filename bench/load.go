@@ -32,12 +32,24 @@ type LoadTarget struct {
 	Search func(ctx context.Context, user int, mode, q string, k int) (int, error)
 	// Rebuild re-indexes everything from the records and returns how many sessions.
 	Rebuild func(ctx context.Context) (int, error)
+	// RawBleve, when set, indexes the documents Rebuild writes, already
+	// read and built in memory, with Bleve's plain batch API into fresh
+	// indexes with the same mappings, and reports the indexing (not the
+	// reading): the ceiling Bleve itself sets on Rebuild. Timed right after
+	// Rebuild, in the same run.
+	RawBleve func(ctx context.Context) (RawRun, error)
 	// Disk reports what the data set takes on disk.
 	Disk func() DiskUse
 	// TextBytes returns the size of every session's searchable text: the
 	// title and message text the index scores, counted once.
 	TextBytes func(ctx context.Context) (int64, error)
 	Modes     []string
+}
+
+// RawRun is what LoadTarget.RawBleve measured.
+type RawRun struct {
+	Sessions  int
+	Took, CPU time.Duration // wall and process CPU time of the indexing
 }
 
 // DiskUse is the size on disk of each part of a data set.
@@ -67,16 +79,24 @@ type LoadStep struct {
 	LagP50ms      float64 `json:"index_lag_p50_ms"`
 	LagP99ms      float64 `json:"index_lag_p99_ms"`
 	// Live is the live-sync probe run during the step's ingest.
-	Live            *LiveProbe         `json:"live_probe,omitempty"`
-	Query           map[string]Latency `json:"query"` // "<mode>/<inprocess|http>"
-	RebuildPS       float64            `json:"rebuild_sessions_per_s,omitempty"`
-	HeapBytes       uint64             `json:"heap_bytes"`
-	RSSBytes        uint64             `json:"rss_bytes,omitempty"` // resident set of the process (Linux; 0 elsewhere)
-	RecordsBytes    int64              `json:"records_bytes"`
-	IndexBytes      int64              `json:"index_bytes"`
-	BytesPerSession float64            `json:"disk_bytes_per_session"` // records and index
-	HeapPerSession  float64            `json:"heap_bytes_per_session"`
-	RSSPerSession   float64            `json:"rss_bytes_per_session,omitempty"`
+	Live      *LiveProbe         `json:"live_probe,omitempty"`
+	Query     map[string]Latency `json:"query"` // "<mode>/<inprocess|http>"
+	RebuildPS float64            `json:"rebuild_sessions_per_s,omitempty"`
+	// RawBlevePS is LoadTarget.RawBleve's speed, RebuildToRaw the rebuild's
+	// fraction of it.
+	RawBlevePS   float64 `json:"raw_bleve_sessions_per_s,omitempty"`
+	RebuildToRaw float64 `json:"rebuild_to_raw_bleve,omitempty"`
+	// CPU milliseconds per session (the whole process's CPU time: steadier
+	// than wall time on a shared machine) of the rebuild and of raw Bleve.
+	RebuildCPUms    float64 `json:"rebuild_cpu_ms_per_session,omitempty"`
+	RawBleveCPUms   float64 `json:"raw_bleve_cpu_ms_per_session,omitempty"`
+	HeapBytes       uint64  `json:"heap_bytes"`
+	RSSBytes        uint64  `json:"rss_bytes,omitempty"` // resident set of the process (Linux; 0 elsewhere)
+	RecordsBytes    int64   `json:"records_bytes"`
+	IndexBytes      int64   `json:"index_bytes"`
+	BytesPerSession float64 `json:"disk_bytes_per_session"` // records and index
+	HeapPerSession  float64 `json:"heap_bytes_per_session"`
+	RSSPerSession   float64 `json:"rss_bytes_per_session,omitempty"`
 
 	// What the data is, against what it takes. Raw is the JSON bodies the
 	// sync API received; text is the searchable text (title and message
@@ -282,14 +302,33 @@ func (l *Loader) Step(ctx context.Context, o StepOptions) (LoadStep, error) {
 		st.PerSession = sessionBytes(l.done, st.RawBytes, st.TextBytes, disk)
 	}
 	if !o.SkipRebuild {
-		start := time.Now()
+		start, cpu := time.Now(), ProcessCPU()
 		n, err := l.t.Rebuild(ctx)
 		if err != nil {
 			return st, fmt.Errorf("rebuild: %w", err)
 		}
 		st.RebuildPS = float64(n) / time.Since(start).Seconds()
+		st.RebuildCPUms = perSessionMs(ProcessCPU()-cpu, n)
+		if l.t.RawBleve != nil {
+			r, err := l.t.RawBleve(ctx)
+			if err != nil {
+				return st, fmt.Errorf("raw bleve: %w", err)
+			}
+			if r.Sessions > 0 {
+				st.RawBlevePS = float64(r.Sessions) / r.Took.Seconds()
+				st.RebuildToRaw = st.RebuildPS / st.RawBlevePS
+				st.RawBleveCPUms = perSessionMs(r.CPU, r.Sessions)
+			}
+		}
 	}
 	return st, nil
+}
+
+func perSessionMs(d time.Duration, n int) float64 {
+	if n == 0 {
+		return 0
+	}
+	return float64(d.Microseconds()) / 1000 / float64(n)
 }
 
 // queries draws realistic query texts: titles' words, identifiers, phrases.
@@ -346,14 +385,17 @@ func PrintLoad(w io.Writer, steps []LoadStep, modes []string) {
 	for _, m := range modes {
 		fmt.Fprintf(w, " %19s %19s", m+" in-proc p50/p99", m+" http p50/p99")
 	}
-	fmt.Fprintf(w, " %11s %10s %10s %10s\n", "rebuild s/s", "heap B/s", "RSS B/s", "disk B/s")
+	fmt.Fprintf(w, " %11s %11s %5s %17s %10s %10s %10s\n", "rebuild s/s", "rawBleve/s", "ratio", "cpu ms/s reb/raw",
+		"heap B/s", "RSS B/s", "disk B/s")
 	for _, s := range steps {
 		fmt.Fprintf(w, "%9d %9d %10.0f %7.0fms %7.0fms %15s", s.Sessions, s.Messages, s.IngestMsgsPS, s.LagP50ms, s.LagP99ms, liveCell(s.Live, "ms"))
 		for _, m := range modes {
 			a, b := s.Query[m+"/inprocess"], s.Query[m+"/http"]
 			fmt.Fprintf(w, " %8.2f/%8.2fms %8.2f/%8.2fms", a.P50ms, a.P99ms, b.P50ms, b.P99ms)
 		}
-		fmt.Fprintf(w, " %11.0f %10.0f %10.0f %10.0f\n", s.RebuildPS, s.HeapPerSession, s.RSSPerSession, s.BytesPerSession)
+		fmt.Fprintf(w, " %11.0f %11.0f %5.2f %8.2f/%8.2f %10.0f %10.0f %10.0f\n", s.RebuildPS, s.RawBlevePS, s.RebuildToRaw,
+			s.RebuildCPUms, s.RawBleveCPUms,
+			s.HeapPerSession, s.RSSPerSession, s.BytesPerSession)
 	}
 }
 

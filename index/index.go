@@ -320,7 +320,11 @@ type Chunk struct {
 //
 // Batches of a few hundred sessions amortise the per-batch cost (a lookup of
 // the sessions' existing chunks and a synchronous flush to disk); 200-1000 is
-// a good range, 500 a good default for rebuilds. Put is not atomic across the
+// a good range, 500 a good default for rebuilds. Put analyses its sessions
+// before taking the write lock, so two Puts called at once overlap: one
+// analyses while the other writes (a rebuild keeps two in flight). Put
+// analyses each text once: the session document's tokens are composed from
+// its title's and chunks' (composeSession). Put is not atomic across the
 // two indexes: if it returns an error, some documents may be written; calling
 // it again with the same sessions repairs that.
 func (ix *Index) Put(ctx context.Context, sessions []Session) error {
@@ -361,28 +365,14 @@ func (ix *Index) put(ctx context.Context, sessions []Session, withSessions, with
 		latest[k] = i
 	}
 
-	ix.wmu.Lock()
-	defer ix.wmu.Unlock()
 	if ix.closed.Load() {
 		return ErrClosed
 	}
 	start := time.Now()
-	var old map[string][]string
-	if withChunks {
-		var err error
-		if old, err = ix.chunkIDs(ctx, keys); err != nil {
-			return fmt.Errorf("index: put: find existing chunks: %w", err)
-		}
-	}
-	var sb, cb *bleve.Batch
-	if withSessions {
-		sb = ix.sessions.NewBatch()
-	}
-	if withChunks {
-		cb = ix.chunks.NewBatch()
-	}
 	// Analysis (in building the documents, see analyzedText) is most of a
-	// Put's CPU: it runs on every core, as Bleve's batch would run it.
+	// Put's CPU: it runs on every core, as Bleve's batch would run it, and
+	// outside the write lock, so a rebuild analyses its next batch while
+	// the previous one is written (see Put).
 	type built struct {
 		session *document.Document
 		chunks  []*document.Document
@@ -399,13 +389,15 @@ func (ix *Index) put(ctx context.Context, sessions []Session, withSessions, with
 				}
 				k := keys[i]
 				s := sessions[latest[k]]
-				if withSessions {
-					docs[i].session = ix.sessionDoc(k, s)
-				}
-				if withChunks {
+				switch {
+				case withSessions && withChunks:
+					docs[i].session, docs[i].chunks = ix.sessionDocs(k, s)
+				case withSessions:
+					docs[i].session = ix.sessionDoc(k, s, nil)
+				default:
 					docs[i].chunks = make([]*document.Document, len(s.Chunks))
 					for j, c := range s.Chunks {
-						docs[i].chunks[j] = chunkDoc(k, s.UserID, c, ix.analyzer, ix.text == nil)
+						docs[i].chunks[j] = chunkDoc(k, s.UserID, c, ix.analyzer.Analyze([]byte(c.Text)), ix.text == nil)
 					}
 				}
 			}
@@ -414,6 +406,26 @@ func (ix *Index) put(ctx context.Context, sessions []Session, withSessions, with
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+
+	ix.wmu.Lock()
+	defer ix.wmu.Unlock()
+	if ix.closed.Load() {
+		return ErrClosed
+	}
+	var old map[string][]string
+	if withChunks {
+		var err error
+		if old, err = ix.chunkIDs(ctx, keys); err != nil {
+			return fmt.Errorf("index: put: find existing chunks: %w", err)
+		}
+	}
+	var sb, cb *bleve.Batch
+	if withSessions {
+		sb = ix.sessions.NewBatch()
+	}
+	if withChunks {
+		cb = ix.chunks.NewBatch()
 	}
 	nChunks := 0
 	for i, k := range keys {
@@ -467,14 +479,46 @@ func validate(s Session) error {
 	return nil
 }
 
-// sessionDoc builds the session document. The scored text is sessionText:
-// BM25 then sees one length and one term frequency per term, which is what
-// measured best.
-func (ix *Index) sessionDoc(key string, s Session) *document.Document {
-	text := sessionText(s, ix.repeat)
+// sessionDocs builds the session document and its chunks' documents. The
+// chunks are analysed first, and the session's tokens composed from theirs
+// where composeSession can.
+func (ix *Index) sessionDocs(key string, s Session) (*document.Document, []*document.Document) {
+	chunks := make([]*document.Document, len(s.Chunks))
+	segs := make([]segmentTokens, len(s.Chunks))
+	composable := true
+	for j, c := range s.Chunks {
+		text := []byte(c.Text)
+		seg, ok := analyzeSegment(ix.analyzer, text)
+		if !ok {
+			composable = false
+			seg.tokens = ix.analyzer.Analyze(text)
+		}
+		segs[j] = seg
+		chunks[j] = chunkDoc(key, s.UserID, c, seg.tokens, ix.text == nil)
+	}
+	var title segmentTokens
+	if composable && s.Title != "" {
+		title, composable = analyzeSegment(ix.analyzer, []byte(s.Title))
+	}
+	if composable {
+		if tokens, ok := composeSession(s, ix.repeat, title, segs); ok {
+			return ix.sessionDoc(key, s, tokens), chunks
+		}
+	}
+	return ix.sessionDoc(key, s, nil), chunks
+}
+
+// sessionDoc builds the session document, analysing its text unless its
+// tokens are given. The scored text is sessionText: BM25 then sees one
+// length and one term frequency per term, which is what measured best.
+func (ix *Index) sessionDoc(key string, s Session, tokens analysis.TokenStream) *document.Document {
+	text := []byte(sessionText(s, ix.repeat))
+	if tokens == nil {
+		tokens = ix.analyzer.Analyze(text)
+	}
 	d := document.NewDocument(key)
 	d.AddField(document.NewTextFieldCustom(fieldUser, nil, []byte(s.UserID), keywordOpts, nil))
-	scored := newAnalyzedText(fieldText, []byte(text), ix.analyzer)
+	scored := newAnalyzedTokens(fieldText, text, tokens)
 	d.AddField(scored)
 	d.AddField(lengthField(scored.length))
 	if ix.text == nil {
@@ -501,12 +545,13 @@ func sessionText(s Session, repeat int) string {
 	return b.String()
 }
 
-// chunkDoc builds a chunk document, with its text stored when stored is set.
-func chunkDoc(key, userID string, c Chunk, a analysis.Analyzer, stored bool) *document.Document {
+// chunkDoc builds a chunk document from its text's tokens, with its text
+// stored when stored is set.
+func chunkDoc(key, userID string, c Chunk, tokens analysis.TokenStream, stored bool) *document.Document {
 	d := document.NewDocument(chunkID(key, c.Ordinal))
 	d.AddField(document.NewTextFieldCustom(fieldUser, nil, []byte(userID), keywordOpts, nil))
 	d.AddField(document.NewTextFieldCustom(fieldSession, nil, []byte(key), keywordOpts, nil))
-	scored := newAnalyzedText(fieldText, []byte(c.Text), a)
+	scored := newAnalyzedTokens(fieldText, []byte(c.Text), tokens)
 	d.AddField(scored)
 	d.AddField(lengthField(scored.length))
 	if stored {

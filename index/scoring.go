@@ -70,16 +70,17 @@ type analyzedText struct {
 	freqs  bleveindex.TokenFrequencies
 }
 
-func newAnalyzedText(name string, text []byte, a analysis.Analyzer) *analyzedText {
+// newAnalyzedTokens is the field of text, given the tokens the analyzer
+// made of it.
+func newAnalyzedTokens(name string, text []byte, tokens analysis.TokenStream) *analyzedText {
 	f := &analyzedText{TextField: document.NewTextFieldCustom(name, nil, text, textOpts, nil)}
-	tokens := a.Analyze(text)
 	f.length = lengthOf(tokens)
 	// Bleve's own frequency computation, with term vectors as textOpts says.
 	f.freqs = analysis.TokenFrequency(tokens, nil, textOpts)
 	return f
 }
 
-// Analyze implements document.Field: the work is done in newAnalyzedText.
+// Analyze implements document.Field: the work is done in newAnalyzedTokens.
 func (f *analyzedText) Analyze() {}
 
 // AnalyzedLength implements document.Field: the BM25 length, lengthOf.

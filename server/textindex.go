@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -321,68 +319,12 @@ func Reindex(ctx context.Context, cfg config.Config, onProgress func(done, total
 // markKey is the kv meta key of a reindex's last indexed session.
 func markKey(kind string) string { return stateKey(kind) + ".mark" }
 
-// reindexBatch is how many sessions one step of a reindex writes (and how
-// much a resumed reindex redoes at most).
-const reindexBatch = 500
-
 // reindexFrom indexes every session after mark ("" = all) in (user,
 // session) order, recording the mark after each batch.
 func reindexFrom(ctx context.Context, st *kv.Store, kind string, ix TextIndex, mark string, onProgress func(done, total int)) error {
-	var refs []string // user id, NUL, session id: sorts by user, then session
-	if err := st.View(ctx, func(tx *kv.Tx) error {
-		users, err := tx.Users()
-		if err != nil {
-			return err
-		}
-		for _, u := range users {
-			if err := tx.Sessions(u.ID, func(s kv.Session) error {
-				refs = append(refs, u.ID+"\x00"+s.ID)
-				return nil
-			}); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
-		return err
-	}
-	slices.Sort(refs)
-	done, _ := slices.BinarySearch(refs, mark)
-	if mark != "" && done < len(refs) && refs[done] == mark {
-		done++
-	}
-	if onProgress != nil {
-		onProgress(done, len(refs))
-	}
-	for done < len(refs) {
-		batch := refs[done:min(done+reindexBatch, len(refs))]
-		var sessions []index.Session
-		if err := st.View(ctx, func(tx *kv.Tx) error {
-			for _, r := range batch {
-				uid, sid, _ := strings.Cut(r, "\x00")
-				d, err := ingest.LoadDoc(tx, uid, sid)
-				if err != nil {
-					return err
-				}
-				if !d.Deleted {
-					sessions = append(sessions, ingest.IndexSession(d))
-				}
-			}
-			return nil
-		}); err != nil {
-			return err
-		}
-		if err := ix.Put(ctx, sessions); err != nil {
-			return fmt.Errorf("reindex: %w", err)
-		}
-		last := batch[len(batch)-1]
-		if err := st.Commit(ctx, func(tx *kv.Tx) error { return tx.SetMeta(markKey(kind), []byte(last)) }); err != nil {
-			return err
-		}
-		done += len(batch)
-		if onProgress != nil {
-			onProgress(done, len(refs))
-		}
-	}
-	return nil
+	p := ingest.NewPipeline(st, ix, ingest.PipelineOptions{Logger: zerolog.Nop()})
+	return p.RebuildFrom(ctx, ingest.RebuildOptions{After: mark, Progress: onProgress,
+		Written: func(ctx context.Context, last string) error {
+			return st.Commit(ctx, func(tx *kv.Tx) error { return tx.SetMeta(markKey(kind), []byte(last)) })
+		}})
 }

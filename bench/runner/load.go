@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -135,6 +136,12 @@ func loadOne(ctx context.Context, base config.Config, c LoadConfig, stdout, stde
 			}
 			return timedRebuild(ctx, a.Store, filepath.Join(work, "rebuild-index"), progressOut)
 		},
+		RawBleve: func(ctx context.Context) (bench.RawRun, error) {
+			if base.TextIndex == "weaviate" {
+				return bench.RawRun{}, nil
+			}
+			return timedRawBleve(ctx, a.Store, filepath.Join(work, "raw-bleve"), progressOut)
+		},
 		Disk: func() bench.DiskUse {
 			var d bench.DiskUse
 			if fi, err := os.Stat(a.Store.Path()); err == nil {
@@ -219,6 +226,60 @@ func timedRebuild(ctx context.Context, st *kv.Store, dir string, progressOut io.
 		return 0, err
 	}
 	return n, idx.Close()
+}
+
+// timedRawBleve reads every session's documents as a rebuild does, then
+// times only their indexing with Bleve's plain batch API (index.Plain), in
+// batches of the rebuild's size, into a fresh index in dir that it removes
+// afterwards.
+func timedRawBleve(ctx context.Context, st *kv.Store, dir string, progressOut io.Writer) (bench.RawRun, error) {
+	defer os.RemoveAll(dir)
+	var batches [][]index.Session
+	n := 0
+	err := st.View(ctx, func(tx *kv.Tx) error {
+		users, err := tx.Users()
+		if err != nil {
+			return err
+		}
+		for _, u := range users {
+			if err := tx.Sessions(u.ID, func(s kv.Session) error {
+				d, err := ingest.LoadDoc(tx, u.ID, s.ID)
+				if err != nil {
+					return err
+				}
+				if len(batches) == 0 || len(batches[len(batches)-1]) == ingest.RebuildBatch {
+					batches = append(batches, make([]index.Session, 0, ingest.RebuildBatch))
+				}
+				batches[len(batches)-1] = append(batches[len(batches)-1], ingest.IndexSession(d))
+				n++
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return bench.RawRun{}, err
+	}
+	p, err := index.OpenPlain(dir, index.Options{Text: ingest.Texts{Store: st}})
+	if err != nil {
+		return bench.RawRun{}, err
+	}
+	bar := progress.New(progressOut, "raw bleve", n)
+	start, cpu, done := time.Now(), bench.ProcessCPU(), 0
+	for i, b := range batches {
+		if err := p.Put(ctx, b); err != nil {
+			p.Close()
+			return bench.RawRun{}, err
+		}
+		batches[i] = nil // the documents are written: let them go
+		done += len(b)
+		bar.Set(done)
+	}
+	r := bench.RawRun{Sessions: n, Took: time.Since(start), CPU: bench.ProcessCPU() - cpu}
+	bar.Done()
+	return r, p.Close()
 }
 
 // searchableText is the size of the text the index scores for the users'

@@ -41,6 +41,8 @@ func TestBenchLoadGrow(t *testing.T) {
 				P99ms float64 `json:"p99_ms"`
 			} `json:"query"`
 			RebuildPS       float64 `json:"rebuild_sessions_per_s"`
+			RawBlevePS      float64 `json:"raw_bleve_sessions_per_s"`
+			RebuildToRaw    float64 `json:"rebuild_to_raw_bleve"`
 			HeapBytes       uint64  `json:"heap_bytes"`
 			BytesPerSession float64 `json:"disk_bytes_per_session"`
 			PerSession      struct {
@@ -63,6 +65,10 @@ func TestBenchLoadGrow(t *testing.T) {
 		if s.Messages < 2*s.Sessions || s.IngestMsgsPS <= 0 || s.LagP99ms < s.LagP50ms || s.RebuildPS <= 0 || s.HeapBytes == 0 || s.BytesPerSession <= 0 {
 			t.Errorf("step %d: implausible %+v", s.Sessions, s)
 		}
+		// The ceiling is measured next to the rebuild, and the ratio is theirs.
+		if s.RawBlevePS <= 0 || math.Abs(s.RebuildToRaw-s.RebuildPS/s.RawBlevePS) > 1e-9 {
+			t.Errorf("step %d: raw bleve %.0f sessions/s, ratio %.3f, rebuild %.0f", s.Sessions, s.RawBlevePS, s.RebuildToRaw, s.RebuildPS)
+		}
 		// The searchable text is part of what was synced; the ratios are
 		// the per-session sizes' quotients.
 		if b := s.PerSession; b.Text <= 0 || b.Raw <= b.Text || b.RecordsToRaw <= 0 || b.IndexToText <= 0 ||
@@ -83,7 +89,7 @@ func TestBenchLoadGrow(t *testing.T) {
 	}
 	checkFiles(t, out, "report.md", "result.json", "growth_latency.svg", "growth_memory.svg", "growth_ingest.svg")
 	md, _ := os.ReadFile(filepath.Join(out, "report.md"))
-	if !strings.Contains(string(md), "| 120 |") || !strings.Contains(string(md), "cost ∝ sessions^b") {
+	if !strings.Contains(string(md), "| 120 |") || !strings.Contains(string(md), "cost ∝ sessions^b") || !strings.Contains(string(md), "raw Bleve sessions/s") {
 		t.Errorf("report.md lacks the steps or the growth table:\n%s", md)
 	}
 
