@@ -75,7 +75,7 @@ func TestBenchLoadGrow(t *testing.T) {
 			math.Abs(b.RecordsToRaw-b.Records/b.Raw) > 1e-9 {
 			t.Errorf("step %d: bytes per session %+v", s.Sessions, b)
 		}
-		for _, path := range []string{"fulltext/inprocess", "fulltext/http"} {
+		for _, path := range []string{"fulltext/first", "fulltext/inprocess", "fulltext/http"} {
 			if q, ok := s.Query[path]; !ok || q.P50ms <= 0 || q.P99ms < q.P50ms {
 				t.Errorf("step %d: query %s = %+v", s.Sessions, path, q)
 			}
