@@ -426,31 +426,9 @@ func decodeFloats(dst []float32, src []byte) {
 
 // Hashes returns the stored text hash per ordinal; see Store.
 func (s *Embedded) Hashes(ctx context.Context, userID, sessionID string) (map[int]string, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	s.gate.RLock()
-	defer s.gate.RUnlock()
-	if s.closed {
-		return nil, ErrClosed
-	}
 	out := map[int]string{}
-	up := userPrefix(userID)
-	prefix := sessionPrefix(userID, sessionID)
-	err := s.db.View(func(tx *bolt.Tx) error {
-		c := tx.Bucket(bucketVectors).Cursor()
-		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-			sid, ord, ok := splitKey(k, len(up))
-			if !ok || sid != sessionID {
-				continue // a longer session id sharing the prefix cannot happen (length-prefixed), but be exact
-			}
-			hash, _, err := decodeValue(v)
-			if err != nil {
-				return fmt.Errorf("session %q ordinal %d: %w", sid, ord, err)
-			}
-			out[ord] = hash
-		}
-		return nil
+	err := s.session(ctx, userID, sessionID, func(ord int, hash string, _ []byte) {
+		out[ord] = hash
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read vector hashes: %w", err)
@@ -462,39 +440,47 @@ func (s *Embedded) Hashes(ctx context.Context, userID, sessionID string) (map[in
 // their text hashes: a caller holding the same texts (the bench's Weaviate
 // peers) can reuse them instead of embedding again.
 func (s *Embedded) Stored(ctx context.Context, userID, sessionID string) ([]Vector, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	s.gate.RLock()
-	defer s.gate.RUnlock()
-	if s.closed {
-		return nil, ErrClosed
-	}
 	var out []Vector
-	up := userPrefix(userID)
-	prefix := sessionPrefix(userID, sessionID)
-	err := s.db.View(func(tx *bolt.Tx) error {
-		c := tx.Bucket(bucketVectors).Cursor()
-		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-			sid, ord, ok := splitKey(k, len(up))
-			if !ok || sid != sessionID {
-				continue
-			}
-			hash, floats, err := decodeValue(v)
-			if err != nil {
-				return fmt.Errorf("session %q ordinal %d: %w", sid, ord, err)
-			}
-			vals := make([]float32, len(floats)/4)
-			decodeFloats(vals, floats)
-			out = append(out, Vector{SessionID: sid, Ordinal: ord, TextHash: hash, Values: vals})
-		}
-		return nil
+	err := s.session(ctx, userID, sessionID, func(ord int, hash string, floats []byte) {
+		vals := make([]float32, len(floats)/4)
+		decodeFloats(vals, floats)
+		out = append(out, Vector{SessionID: sessionID, Ordinal: ord, TextHash: hash, Values: vals})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read vectors: %w", err)
 	}
 	slices.SortFunc(out, func(a, b Vector) int { return cmp.Compare(a.Ordinal, b.Ordinal) })
 	return out, nil
+}
+
+// session calls fn with each stored row of one session, read from the file
+// in one transaction; floats is only valid during the call.
+func (s *Embedded) session(ctx context.Context, userID, sessionID string, fn func(ord int, hash string, floats []byte)) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.gate.RLock()
+	defer s.gate.RUnlock()
+	if s.closed {
+		return ErrClosed
+	}
+	up := userPrefix(userID)
+	prefix := sessionPrefix(userID, sessionID)
+	return s.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketVectors).Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			sid, ord, ok := splitKey(k, len(up))
+			if !ok || sid != sessionID {
+				continue // a longer session id sharing the prefix cannot happen (length-prefixed), but be exact
+			}
+			hash, floats, err := decodeValue(v)
+			if err != nil {
+				return fmt.Errorf("session %q ordinal %d: %w", sid, ord, err)
+			}
+			fn(ord, hash, floats)
+		}
+		return nil
+	})
 }
 
 // Nearest returns the k chunks of userID most similar to q; see Searcher.
