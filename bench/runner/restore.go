@@ -16,7 +16,6 @@ import (
 	"github.com/hindsight-dev/hindsight/config"
 	"github.com/hindsight-dev/hindsight/index"
 	"github.com/hindsight-dev/hindsight/index/weaviatetext"
-	"github.com/hindsight-dev/hindsight/ingest"
 	"github.com/hindsight-dev/hindsight/kv"
 	"github.com/hindsight-dev/hindsight/server"
 )
@@ -65,7 +64,7 @@ func timedRestore(ctx context.Context, st *kv.Store, base config.Config, vec Vec
 		cfg.WeaviateTextPrefix = scratchPrefix("HindsightRestore")
 	}
 	start = time.Now()
-	a, stop, err := startRestored(ctx, data, cfg, vec)
+	a, stop, err := startApp(ctx, data, zerolog.Nop(), cfg, vec)
 	if err != nil {
 		return nil, fmt.Errorf("start on the restored records: %w", err)
 	}
@@ -90,34 +89,6 @@ func timedRestore(ctx context.Context, st *kv.Store, base config.Config, vec Vec
 	rt.TotalS = rt.BackupS + rt.RestoreS + rt.ReadyS
 	fmt.Fprintf(progressOut, "restore: backup %.1f s, restore %.1f s, ready after %.1f s\n", rt.BackupS, rt.RestoreS, rt.ReadyS)
 	return &rt, nil
-}
-
-// startRestored opens a server on the restored records with its background
-// work (the rebuild) running, as `hindsight serve` would; the accounts came
-// with the backup.
-func startRestored(ctx context.Context, data string, base config.Config, vec Vectors) (*server.Server, func(), error) {
-	cfg := config.Config{Data: data, Limits: ingest.DefaultLimits(), Semantic: base.Semantic,
-		TextIndex: base.TextIndex, WeaviateReplication: max(1, base.WeaviateReplication), WeaviateTextPrefix: base.WeaviateTextPrefix}
-	if err := vec.apply(&cfg); err != nil {
-		return nil, nil, err
-	}
-	a, err := server.New(ctx, cfg, zerolog.Nop())
-	if err != nil {
-		return nil, nil, err
-	}
-	bgCtx, stopBg := context.WithCancel(context.Background())
-	bgDone := make(chan struct{})
-	go func() {
-		defer close(bgDone)
-		a.Background(bgCtx)
-	}()
-	return a, func() {
-		stopBg()
-		<-bgDone
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		a.Close(sctx)
-	}, nil
 }
 
 func cmpText(ti string) string {

@@ -26,37 +26,26 @@ import (
 // vec's choice, the other semantic settings base's (the environment, as for
 // serve). The returned stop closes it.
 func startServer(ctx context.Context, dir string, log zerolog.Logger, base config.Config, vec Vectors) (*bench.Client, *server.Server, func(), error) {
-	cfg := config.Config{Data: dir, Limits: ingest.DefaultLimits(), Semantic: base.Semantic,
-		TextIndex: base.TextIndex, WeaviateReplication: max(1, base.WeaviateReplication), WeaviateTextPrefix: base.WeaviateTextPrefix}
-	if err := vec.apply(&cfg); err != nil {
-		return nil, nil, nil, err
-	}
-	a, err := server.New(ctx, cfg, log)
+	a, stopApp, err := startApp(ctx, dir, log, base, vec)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	if _, err := a.Accounts.CreateUser(ctx, "bench"); err != nil {
-		a.Close(ctx)
+		stopApp()
 		return nil, nil, nil, err
 	}
 	key, _, err := a.Accounts.CreateKey(ctx, "bench", "bench")
 	if err != nil {
-		a.Close(ctx)
+		stopApp()
 		return nil, nil, nil, err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		a.Close(ctx)
+		stopApp()
 		return nil, nil, nil, err
 	}
 	srv := &http.Server{Handler: a.Handler()}
 	go srv.Serve(ln)
-	bgCtx, stopBg := context.WithCancel(context.Background())
-	bgDone := make(chan struct{})
-	go func() {
-		defer close(bgDone)
-		a.Background(bgCtx)
-	}()
 	c := &bench.Client{URL: "http://" + ln.Addr().String(), Key: key, HTTP: &http.Client{
 		Timeout:   2 * time.Minute,
 		Transport: &http.Transport{MaxIdleConnsPerHost: 256},
@@ -65,9 +54,35 @@ func startServer(ctx context.Context, dir string, log zerolog.Logger, base confi
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		srv.Shutdown(sctx)
-		stopBg()
-		<-bgDone
-		a.Close(sctx)
+		stopApp()
 	}
 	return c, a, stop, nil
+}
+
+// startApp builds the server over dir as serve would (rate limiting off)
+// and runs its background work (a rebuild when the index is missing, then
+// the outbox); stop ends the background work and closes it.
+func startApp(ctx context.Context, dir string, log zerolog.Logger, base config.Config, vec Vectors) (*server.Server, func(), error) {
+	cfg := config.Config{Data: dir, Limits: ingest.DefaultLimits(), Semantic: base.Semantic,
+		TextIndex: base.TextIndex, WeaviateReplication: max(1, base.WeaviateReplication), WeaviateTextPrefix: base.WeaviateTextPrefix}
+	if err := vec.apply(&cfg); err != nil {
+		return nil, nil, err
+	}
+	a, err := server.New(ctx, cfg, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	bgCtx, stopBg := context.WithCancel(context.Background())
+	bgDone := make(chan struct{})
+	go func() {
+		defer close(bgDone)
+		a.Background(bgCtx)
+	}()
+	return a, func() {
+		stopBg()
+		<-bgDone
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		a.Close(sctx)
+	}, nil
 }
