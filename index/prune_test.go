@@ -7,8 +7,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/blevesearch/bleve/v2/index/scorch"
 )
 
 // TestPruningMatchesExhaustive checks that the pruned evaluation (block
@@ -121,18 +119,7 @@ func TestPruningMatchesExhaustive(t *testing.T) {
 // segmentCount returns the number of segments of ix's sessions index.
 func segmentCount(t *testing.T, ix *Index) int {
 	t.Helper()
-	adv, err := ix.sessions.Advanced()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := adv.Reader()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	snap, ok := r.(*scorch.IndexSnapshot)
-	if !ok {
-		t.Fatalf("index is %T", r)
-	}
-	return len(snap.Segments())
+	segs, release := snapshotSegments(t, ix)
+	defer release()
+	return len(segs)
 }

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/blevesearch/bleve/v2/analysis"
-	"github.com/blevesearch/bleve/v2/index/scorch"
 )
 
 // refIndex is the reference model of what Search computes, written from
@@ -316,16 +315,9 @@ func TestLengthCache(t *testing.T) {
 	ix := openTest(t, "")
 	put(t, ix, chunked("u", "a", "", "one two three"), chunked("u", "b", "", "one two three four five six seven"))
 	avg := func() float64 {
-		adv, err := ix.sessions.Advanced()
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := adv.Reader()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Close()
-		got, err := ix.sessionLengths.avgLength(r.(*scorch.IndexSnapshot).Segments())
+		segs, release := snapshotSegments(t, ix)
+		defer release()
+		got, err := ix.sessionLengths.avgLength(segs)
 		if err != nil {
 			t.Fatal(err)
 		}
