@@ -236,27 +236,16 @@ func timedRawBleve(ctx context.Context, st *kv.Store, dir string, progressOut io
 	defer os.RemoveAll(dir)
 	var batches [][]index.Session
 	n := 0
-	err := st.View(ctx, func(tx *kv.Tx) error {
-		users, err := tx.Users()
+	err := eachSession(ctx, st, func(tx *kv.Tx, userID string, s kv.Session) error {
+		d, err := ingest.LoadDoc(tx, userID, s.ID)
 		if err != nil {
 			return err
 		}
-		for _, u := range users {
-			if err := tx.Sessions(u.ID, func(s kv.Session) error {
-				d, err := ingest.LoadDoc(tx, u.ID, s.ID)
-				if err != nil {
-					return err
-				}
-				if len(batches) == 0 || len(batches[len(batches)-1]) == ingest.RebuildBatch {
-					batches = append(batches, make([]index.Session, 0, ingest.RebuildBatch))
-				}
-				batches[len(batches)-1] = append(batches[len(batches)-1], ingest.IndexSession(d))
-				n++
-				return nil
-			}); err != nil {
-				return err
-			}
+		if len(batches) == 0 || len(batches[len(batches)-1]) == ingest.RebuildBatch {
+			batches = append(batches, make([]index.Session, 0, ingest.RebuildBatch))
 		}
+		batches[len(batches)-1] = append(batches[len(batches)-1], ingest.IndexSession(d))
+		n++
 		return nil
 	})
 	if err != nil {

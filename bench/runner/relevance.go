@@ -506,19 +506,25 @@ func rebuildWith(ctx context.Context, st *kv.Store, dir string, opts index.Optio
 // countSessions counts the sessions of every user.
 func countSessions(ctx context.Context, st *kv.Store) (int, error) {
 	n := 0
-	err := st.View(ctx, func(tx *kv.Tx) error {
+	err := eachSession(ctx, st, func(*kv.Tx, string, kv.Session) error { n++; return nil })
+	return n, err
+}
+
+// eachSession calls fn with every session of every user, in one read
+// transaction.
+func eachSession(ctx context.Context, st *kv.Store, fn func(tx *kv.Tx, userID string, s kv.Session) error) error {
+	return st.View(ctx, func(tx *kv.Tx) error {
 		users, err := tx.Users()
 		if err != nil {
 			return err
 		}
 		for _, u := range users {
-			if err := tx.Sessions(u.ID, func(kv.Session) error { n++; return nil }); err != nil {
+			if err := tx.Sessions(u.ID, func(s kv.Session) error { return fn(tx, u.ID, s) }); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-	return n, err
 }
 
 // engineSearch answers bench queries with e for the bench user, mapping
