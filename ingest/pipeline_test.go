@@ -47,26 +47,8 @@ func TestPipelineQueues(t *testing.T) {
 	write := func(session, msg, text string) {
 		f.batch(fmt.Sprintf(`{"messages":[{"sessionExternalId":%q,"externalId":%q,"role":"user","textContent":%q}]}`, session, msg, text))
 	}
-	step := func(want int) {
-		t.Helper()
-		n, err := p.DrainOnce(ctx)
-		if err != nil || n != want {
-			t.Fatalf("DrainOnce = %d, %v; want %d sessions", n, err, want)
-		}
-	}
-	found := func(kind index.Kind, text string) []string {
-		t.Helper()
-		hits, err := ix.Search(ctx, index.Query{UserID: f.user, Text: text, Kind: kind})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ids []string
-		for _, h := range hits {
-			ids = append(ids, h.SessionID)
-		}
-		slices.Sort(ids)
-		return ids
-	}
+	step := func(want int) { t.Helper(); drainStep(t, p, want) }
+	found := func(kind index.Kind, text string) []string { t.Helper(); return foundIDs(t, ix, f.user, kind, text) }
 	queued := func(q kv.Queue) int {
 		var n int
 		_ = f.st.View(ctx, func(tx *kv.Tx) error { n = len(tx.DirtySessions(q, 0)); return nil })
@@ -134,6 +116,29 @@ func openIndex(t *testing.T) *index.Index {
 	return ix
 }
 
+// drainStep runs one pipeline step and checks it took want sessions.
+func drainStep(t *testing.T, p *ingest.Pipeline, want int) {
+	t.Helper()
+	if n, err := p.DrainOnce(ctx); err != nil || n != want {
+		t.Fatalf("DrainOnce = %d, %v; want %d sessions", n, err, want)
+	}
+}
+
+// foundIDs returns, sorted, the sessions of user that a search of kind for
+// text finds in ix.
+func foundIDs(t *testing.T, ix *index.Index, user string, kind index.Kind, text string) []string {
+	t.Helper()
+	hits, err := ix.Search(ctx, index.Query{UserID: user, Text: text, Kind: kind})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, h := range hits {
+		ids = append(ids, h.SessionID)
+	}
+	return sortedIDs(ids...)
+}
+
 func sortedIDs(ids ...string) []string {
 	slices.Sort(ids)
 	return ids
@@ -175,24 +180,8 @@ func TestPipelineLiveFirst(t *testing.T) {
 	ix := openIndex(t)
 	stage := &recordingStage{}
 	p := ingest.NewPipeline(f.st, ix, ingest.PipelineOptions{BatchSize: 8}, stage)
-	step := func(want int) {
-		t.Helper()
-		if n, err := p.DrainOnce(ctx); err != nil || n != want {
-			t.Fatalf("DrainOnce = %d, %v; want %d sessions", n, err, want)
-		}
-	}
-	found := func(kind index.Kind, text string) []string {
-		t.Helper()
-		hits, err := ix.Search(ctx, index.Query{UserID: f.user, Text: text, Kind: kind})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ids []string
-		for _, h := range hits {
-			ids = append(ids, h.SessionID)
-		}
-		return sortedIDs(ids...)
-	}
+	step := func(want int) { t.Helper(); drainStep(t, p, want) }
+	found := func(kind index.Kind, text string) []string { t.Helper(); return foundIDs(t, ix, f.user, kind, text) }
 	id := func(ext string) string { s, _ := f.stored(ext); return s.ID }
 	// A bulk import of five sessions (a keepDates batch).
 	imports := func(msg, text string) {
