@@ -66,32 +66,7 @@ func phrasesOf(ps []phrase) [][][]string {
 // query's phrases and exclusions (plain words only rank): every phrase
 // occurs in one of texts, and no exclusion occurs in any.
 func (a *Analyzer) Matches(q ParsedQuery, texts ...string) bool {
-	if len(q.p.Phrases) == 0 && len(q.p.Exclude) == 0 {
-		return true
-	}
-	streams := make([]analysis.TokenStream, len(texts))
-	for i, t := range texts {
-		streams[i] = a.a.Analyze([]byte(t))
-	}
-	in := func(ph phrase) bool {
-		for _, s := range streams {
-			if phraseIn(s, ph) {
-				return true
-			}
-		}
-		return false
-	}
-	for _, ph := range q.p.Phrases {
-		if !in(ph) {
-			return false
-		}
-	}
-	for _, ph := range q.p.Exclude {
-		if in(ph) {
-			return false
-		}
-	}
-	return true
+	return matchesQuery(a.a, q.p, texts...)
 }
 
 // phraseIn reports whether the token stream holds ph at consecutive

@@ -1,7 +1,8 @@
 // Package index is Hindsight's full-text index: Bleve (v2.5.7, scorch)
 // storage with textbook BM25 scoring of its own, an English analyzer that
 // also splits identifiers, per-user filtered search over sessions or their
-// message chunks, and snippets.
+// message chunks, and snippets. It keeps only what BM25 scores: no
+// positions and no text.
 //
 // It knows nothing of the rest of the project: it takes plain ids and
 // strings, and the index it keeps is derived data that kv can rebuild.
@@ -112,31 +113,45 @@
 // against 0.380 (Bleve's scoring); the whole compound tokens stay in the
 // index, for exact phrase matches of kebab-case names and paths.
 //
-// # Two indexes
+// # One index, no positions, no text
 //
-// Sessions and chunks live in two Bleve indexes under the directory. Chunk
-// documents repeat the session text in short pieces: in one shared index
-// they would double document frequencies, pull the average document length
-// that BM25 normalises session scores by towards chunk size, and make the
-// kind a filter on every query. Separate indexes keep each kind's
-// statistics its own, and make Count and Search by kind free.
+// The directory holds one Bleve index of session documents: postings with
+// frequencies and norms, the keyword fields, and nothing else. On 10,000
+// generated sessions (5.4 KB of searchable text each) the index with term
+// vectors (positions) took 1.66 times the text it indexes, without them
+// 0.18 times; a second index of chunk documents took another 1.84 times
+// with positions, 0.55 without (more documents, and a word in ten chunks
+// is ten postings). What each served is done from the records' text:
+//
+//   - Phrases. searchWords narrows a quoted phrase to the documents that
+//     hold all its words (Bleve's term searchers, no positions needed),
+//     scores them, and Search checks the best on their text
+//     (matchesQuery: the title and the body each analysed, the phrase's
+//     terms at consecutive positions), reading further (four times as
+//     many, up to maxChecked) while too few pass. An excluded word needs
+//     no check; an excluded phrase is checked the same way. A phrase now
+//     matches within the title or within the body, not across the two (as
+//     in the Weaviate text index).
+//   - Chunks (Kind Chunks, what /api/context reads). The best
+//     chunkSessions(limit) sessions for the query's words are found in the
+//     index, their chunks read from the TextSource, analysed and scored
+//     with BM25: each term's idf over the sessions, and the mean chunk
+//     length, which the session documents carry as two number fields
+//     (fieldChunks, fieldChunkLength). Reading 25 sessions costs a few
+//     milliseconds; the context endpoint returns a handful of sessions by
+//     their best chunk, so a chunk of a session far down the session
+//     ranking is not missed in practice.
 //
 // # Snippets
 //
-// With Query.Explain, the hits' stored title and body (chunk text for
-// chunks) are loaded and re-analysed with the same analyzer; the best window
-// of about 240 bytes (most distinct query terms, then most matches) is
-// HTML-escaped with <mark> around matches. Bleve's highlighter would need the
-// scored field stored and term locations loaded on every hit; this costs
-// only the few hits asked for and yields matchedIn from the same pass.
-//
-// With Options.Text (the server sets it) the index stores no text at all:
-// the hits' title and body (or chunk text) come from the TextSource, the
-// records the index is derived from, in one call per search. Stored text
-// took a quarter of the index (on 3,000 generated sessions: 22.4 KB per
-// session with it, 16.5 KB without); what remains is mostly the term
-// vectors (positions), which phrase queries need: without them the chunk
-// index measured 3.2 KB per session instead of 9.0 KB.
+// With Query.Explain, the hits' title and body (chunk text for chunks) are
+// read from the TextSource, the records the index is derived from (or,
+// without one, from the stored fields), in one call per search, and
+// re-analysed with the same analyzer; the best window of about 240 bytes
+// (most distinct query terms, then most matches) is HTML-escaped with
+// <mark> around matches. Bleve's highlighter would need the scored field
+// stored and term locations loaded on every hit; this costs only the few
+// hits asked for and yields matchedIn from the same pass.
 //
 // # Performance
 //
@@ -144,9 +159,9 @@
 // ordinal and the owner are decoded from the document id. Its cost is
 // proportional to the postings it walks, so it grows with the number of
 // documents that contain the query's words; quoted phrases of common words
-// are the expensive case, since Bleve reads the positions of every document
-// that has all of their words. Explain re-analyses the stored text of the
-// hits it returns (a few milliseconds for 20 long sessions).
+// are the expensive case, since their best documents are read and
+// analysed until enough hold the phrase. Explain re-analyses the text of
+// the hits it returns (a few milliseconds for 20 long sessions).
 //
 // Queries do not go through Bleve's searchers (but for the phrase and
 // exclusion filters): searchWords reads the segments of the scorch
@@ -214,13 +229,11 @@
 // segments) or over sub-blocks.
 //
 // Put analyses the documents on every core (analysis happens when the
-// documents are built, so that their length is known for fieldLength) and
-// writes the two batches concurrently. Its cost is Bleve's
-// (segment building, analysis, background merges) and grows with the text:
-// chunk documents about double it, term vectors add about a fifth,
-// identifier handling about a quarter. Use batches of 200-1000 sessions
-// (500 is a good default); small batches pay the per-batch flush and
-// existing-chunk look-up each time. bench_test.go has synthetic load
+// documents are built, so that their length is known for fieldLength).
+// Its cost is Bleve's (segment building, analysis, background merges) and
+// grows with the text; identifier handling is about a quarter of it. Use
+// batches of 200-1000 sessions (500 is a good default); small batches pay
+// the per-batch flush each time. bench_test.go has synthetic load
 // benchmarks (sessions of 20 messages); relevance_test.go reports Put
 // throughput and query latency on real text.
 //
@@ -229,9 +242,9 @@
 //   - BM25 statistics (document frequencies, average length) are global
 //     across users. Results are strictly per user, but a user's scores
 //     (visible with Explain) depend slightly on other users' text.
-//   - Put and Delete write the sessions index and the chunks index one
-//     after the other; a failure between them leaves the two out of step
-//     until the same call is repeated.
+//   - Phrases, snippets and chunks read the TextSource: a session written
+//     to the records but not yet re-indexed is checked and scored on its
+//     new text, ranked by its old document (the pipeline catches up).
 //   - Options.TitleBoost applies at indexing time; change it, then rebuild.
 //   - Only one process may open a directory at a time.
 package index

@@ -18,8 +18,8 @@ import (
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/blevesearch/bleve/v2/document"
+	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/mapping"
-	"github.com/blevesearch/bleve/v2/search/query"
 	bleveindex "github.com/blevesearch/bleve_index_api"
 	"github.com/rs/zerolog"
 )
@@ -41,17 +41,19 @@ var (
 
 // Field names of the Bleve documents.
 const (
-	fieldUser    = "userId" // keyword: owner of the document; every query requires it
-	fieldSession = "sid"    // keyword, chunk documents only: session key, to find a session's chunks
-	fieldText    = "text"   // analysed, not stored: the scored text (title + body; or chunk text)
-	fieldTitle   = "title"  // stored only, session documents: for snippets and matchedIn
-	fieldBody    = "body"   // stored only: session body or chunk text, for snippets
+	fieldUser  = "userId" // keyword: owner of the document; every query requires it
+	fieldText  = "text"   // analysed, not stored, no positions: the scored text (title + body)
+	fieldTitle = "title"  // stored only, without a TextSource: for snippets and phrase checks
+	fieldBody  = "body"   // stored only, without a TextSource
+	fieldChunk = "chunk"  // stored only, without a TextSource: one per chunk, "ordinal\ttext"
 )
 
 // formatVersion changes whenever documents, mapping or analysis change in a
 // way that needs a rebuild.
 // Version 2: BM25 lengths in words and the length field (scoring.go).
-const formatVersion = 2
+// Version 3: no term vectors and no chunk index; chunk statistics on the
+// session documents (fieldChunks, fieldChunkLength).
+const formatVersion = 3
 
 // metaKey is the Bleve internal key (in the sessions index) that records the
 // format and the settings the index was built with.
@@ -75,17 +77,17 @@ type Options struct {
 	// Logger receives debug lines (counts and durations, never document or
 	// query text) and warnings. The zero value is silent.
 	Logger zerolog.Logger
-	// Text, when set, is where snippets read the hits' text, and the index
-	// stores no text of its own: stored text is about half of an index,
-	// and the records it is derived from hold the same text anyway. Without
-	// it, the title and body (chunk text) are stored with each document.
-	// The choice applies to documents written from then on; an index written
-	// with stored text keeps working with a source (rebuild it to shed the
-	// stored text).
+	// Text, when set, is where the index reads the text of its hits: for
+	// snippets, for checking phrases (the index keeps no positions) and
+	// for scoring chunks (there are no chunk documents). The index then
+	// stores no text of its own: the records it is derived from hold the
+	// same text anyway. Without it, the title, body and chunks are stored
+	// with each session document (tests, scratch indexes).
 	Text TextSource
 }
 
-// TextSource gives the current text of indexed sessions, for snippets.
+// TextSource gives the current text of indexed sessions: snippets, phrase
+// checks and chunk scores are computed from it.
 type TextSource interface {
 	// SessionText returns the user's sessions among ids, as Put would be
 	// given them now (Title, Body and Chunks), keyed by session id. Sessions
@@ -106,32 +108,31 @@ func (o Options) titleRepeat() (int, error) {
 	return int(math.Round(b)), nil
 }
 
-// Index is the full-text index of sessions and their chunks. It is safe for
-// concurrent use: searches run in parallel with each other and with writes;
-// Put and Delete are serialised against each other.
+// Index is the full-text index of sessions. It is safe for concurrent use:
+// searches run in parallel with each other and with writes; Put and Delete
+// are serialised against each other.
 //
-// Two Bleve indexes live under the directory: one of session documents and
-// one of chunk documents. Separate indexes keep the BM25 statistics of each
-// kind its own: chunks repeat the session text in short pieces, so in a
-// shared index they would double every document frequency, shorten the
-// average document length session scores are normalised by, and make the
-// kind a filter every query must pay for. Each index also scores with
-// statistics over all users (document frequencies and average length are
+// One Bleve index of session documents lives under the directory. It holds
+// what BM25 scores and nothing more: postings with frequencies and norms,
+// no positions and no text. Phrases are checked on the hits' text, and
+// chunks (Kind Chunks) are scored from the text of the best sessions (see
+// searchChunks): positions and chunk documents made the index 3.4 times the
+// text it indexes, without them it is a fifth of it (doc.go). Statistics
+// are over all users (document frequencies and average length are
 // global); only the result set is per user.
 //
-// A search sees, per index, a consistent snapshot that includes every Put and
-// Delete that returned before it started. The two indexes are written one
-// after the other (or, with PutSessions and PutChunks, at different times),
-// so a reader may see a session's new session document with its old chunks.
+// A search sees a consistent snapshot that includes every Put and Delete
+// that returned before it started; the text it reads for phrases and
+// chunks is the TextSource's at that moment.
 type Index struct {
 	sessions bleve.Index
-	chunks   bleve.Index
-	// Length totals of each index's segments, for BM25's average length.
-	sessionLengths, chunkLengths lengthCache
-	analyzer                     analysis.Analyzer
-	repeat                       int        // times the title is written into the scored text
-	text                         TextSource // nil: text is stored in the documents
-	log                          zerolog.Logger
+	// Length totals of the segments, for BM25's average lengths.
+	sessionLengths lengthCache
+	analyzer       analysis.Analyzer
+	repeat         int        // times the title is written into the scored text
+	text           TextSource // the hits' text: Options.Text, or the stored fields
+	stored         bool       // documents carry their text (no Options.Text)
+	log            zerolog.Logger
 
 	wmu    sync.Mutex // serialises Put, Delete and Close
 	closed atomic.Bool
@@ -153,19 +154,17 @@ func Open(dir string, opts Options) (*Index, error) {
 		return nil, fmt.Errorf("index: %w", err)
 	}
 	ix := &Index{analyzer: a, repeat: repeat, text: opts.Text, log: opts.Logger}
-	sessionStored, chunkStored := []string{fieldTitle, fieldBody}, []string{fieldBody}
-	if ix.text != nil {
-		sessionStored, chunkStored = nil, nil
+	var stored []string
+	if ix.text == nil {
+		ix.stored, stored = true, []string{fieldTitle, fieldBody, fieldChunk}
 	}
 	var created bool
-	ix.sessions, created, err = openOrCreate(filepath.Join(dir, "sessions.bleve"), newMapping([]string{fieldUser, fieldLength}, sessionStored))
+	ix.sessions, created, err = openOrCreate(filepath.Join(dir, "sessions.bleve"), newMapping(stored))
 	if err != nil {
 		return nil, err
 	}
-	ix.chunks, _, err = openOrCreate(filepath.Join(dir, "chunks.bleve"), newMapping([]string{fieldUser, fieldSession, fieldLength}, chunkStored))
-	if err != nil {
-		_ = ix.sessions.Close()
-		return nil, err
+	if ix.stored {
+		ix.text = storedText{ix.sessions}
 	}
 	if err := ix.checkMeta(created); err != nil {
 		_ = ix.Close()
@@ -211,13 +210,12 @@ func (ix *Index) checkMeta(created bool) error {
 	return nil
 }
 
-// newMapping describes the documents of one index: the keyword fields, the
+// newMapping describes the session documents: the keyword fields, the
 // scored text field and the stored-only fields. Documents are built directly
-// (sessionDoc, chunkDoc) with the same options (TestFieldOptions checks
-// that), so the stored mapping stays a true description of the index.
-// Nothing is indexed dynamically, there is no _all field, and no field has
-// doc values.
-func newMapping(keywords, stored []string) *mapping.IndexMappingImpl {
+// (sessionDoc) with the same options (TestFieldOptions checks that), so the
+// stored mapping stays a true description of the index. Nothing is indexed
+// dynamically, there is no _all field, and no field has doc values.
+func newMapping(stored []string) *mapping.IndexMappingImpl {
 	im := bleve.NewIndexMapping()
 	im.ScoringModel = bleveindex.BM25Scoring
 	im.DefaultAnalyzer = AnalyzerName
@@ -225,7 +223,7 @@ func newMapping(keywords, stored []string) *mapping.IndexMappingImpl {
 	im.StoreDynamic = false
 	im.DocValuesDynamic = false
 	dm := bleve.NewDocumentStaticMapping()
-	for _, name := range keywords {
+	for _, name := range []string{fieldUser, fieldLength, fieldChunks, fieldChunkLength} {
 		dm.AddFieldMappingsAt(name, keywordField())
 	}
 	dm.AddFieldMappingsAt(fieldText, textField())
@@ -244,17 +242,17 @@ func keywordField() *mapping.FieldMapping {
 	return fm
 }
 
-// textField: the scored text. Term vectors (positions) are what phrase
-// queries need; the text itself is not stored here.
+// textField: the scored text, with frequencies and norms only. Positions
+// (term vectors) were four fifths of the postings; phrases are checked on
+// the text instead (searchSessions).
 func textField() *mapping.FieldMapping {
 	fm := bleve.NewTextFieldMapping()
 	fm.Analyzer = AnalyzerName
-	fm.Store, fm.DocValues, fm.IncludeInAll = false, false, false
-	fm.IncludeTermVectors = true
+	fm.Store, fm.DocValues, fm.IncludeInAll, fm.IncludeTermVectors = false, false, false, false
 	return fm
 }
 
-// storedField: kept for snippets, not searchable.
+// storedField: kept for snippets and checks, not searchable.
 func storedField() *mapping.FieldMapping {
 	fm := bleve.NewTextFieldMapping()
 	fm.Index, fm.DocValues, fm.IncludeInAll, fm.IncludeTermVectors = false, false, false, false
@@ -266,7 +264,7 @@ func storedField() *mapping.FieldMapping {
 // them.
 const (
 	keywordOpts = bleveindex.IndexField | bleveindex.SkipFreqNorm
-	textOpts    = bleveindex.IndexField | bleveindex.IncludeTermVectors
+	textOpts    = bleveindex.IndexField
 	storedOpts  = bleveindex.StoreField
 )
 
@@ -278,22 +276,14 @@ func (ix *Index) Close() error {
 	if ix.closed.Swap(true) {
 		return nil
 	}
-	var errs []error
-	for _, idx := range []bleve.Index{ix.sessions, ix.chunks} {
-		if idx != nil {
-			if err := idx.Close(); err != nil {
-				errs = append(errs, err)
-			}
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := ix.sessions.Close(); err != nil {
 		return fmt.Errorf("index: close: %w", err)
 	}
 	return nil
 }
 
-// Session is everything indexed for one session: one session-level document
-// plus its chunk documents.
+// Session is everything indexed for one session: its title, its body and
+// the chunks its body is cut into.
 type Session struct {
 	UserID, SessionID string
 	Title             string
@@ -302,7 +292,9 @@ type Session struct {
 	Body string
 	// Chunks are message-level chunks (one per user->assistant exchange,
 	// split when long), built by the caller. Ordinals must be distinct and
-	// non-negative.
+	// non-negative. The index keeps only their number and total length
+	// (for the chunk scores' average length); Kind Chunks reads their text
+	// from the TextSource.
 	Chunks []Chunk
 }
 
@@ -312,40 +304,46 @@ type Chunk struct {
 	Text    string
 }
 
-// Put indexes the sessions: one Bleve batch for the session documents and
-// one for the chunk documents. It is idempotent: it replaces every document a
-// previous Put wrote for the same (UserID, SessionID), including chunk
-// ordinals that no longer exist. When a session appears twice in the slice,
-// the later one wins.
+// Put indexes the sessions in one Bleve batch. It is idempotent: it
+// replaces the document a previous Put wrote for the same (UserID,
+// SessionID). When a session appears twice in the slice, the later one
+// wins.
 //
-// Batches of a few hundred sessions amortise the per-batch cost (a lookup of
-// the sessions' existing chunks and a synchronous flush to disk); 200-1000 is
-// a good range, 500 a good default for rebuilds. Put analyses its sessions
-// before taking the write lock, so two Puts called at once overlap: one
-// analyses while the other writes (a rebuild keeps two in flight). Put
-// analyses each text once: the session document's tokens are composed from
-// its title's and chunks' (composeSession). Put is not atomic across the
-// two indexes: if it returns an error, some documents may be written; calling
-// it again with the same sessions repairs that.
+// Batches of a few hundred sessions amortise the per-batch cost (a
+// synchronous flush to disk); 200-1000 is a good range, 500 a good default
+// for rebuilds. Put analyses its sessions before taking the write lock, so
+// two Puts called at once overlap: one analyses while the other writes (a
+// rebuild keeps two in flight). Each chunk is analysed once and the
+// session's tokens composed from its title's and chunks' (composeSession).
 func (ix *Index) Put(ctx context.Context, sessions []Session) error {
-	return ix.put(ctx, sessions, true, true)
+	return ix.put(ctx, sessions)
 }
 
-// PutSessions writes only the session documents (what Search with Kind
-// Sessions reads), ignoring Chunks. Session documents cost less than half of
-// a Put, so an indexer that falls behind can make new sessions searchable
-// first and write their chunks (PutChunks) when it has caught up.
+// PutSessions is Put. The pipeline's search queue calls it; with no chunk
+// documents, a session document is all there is to write.
 func (ix *Index) PutSessions(ctx context.Context, sessions []Session) error {
-	return ix.put(ctx, sessions, true, false)
+	return ix.put(ctx, sessions)
 }
 
-// PutChunks writes only the chunk documents (what Kind Chunks reads),
-// ignoring Title and Body, with Put's replace semantics for the chunks.
+// PutChunks writes nothing: chunks are scored from the sessions' text at
+// query time, and their statistics are written with the session document.
+// It validates its input like Put, so callers see the same errors.
 func (ix *Index) PutChunks(ctx context.Context, sessions []Session) error {
-	return ix.put(ctx, sessions, false, true)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for i, s := range sessions {
+		if err := validate(s); err != nil {
+			return fmt.Errorf("index: put chunks of session %d: %w", i, err)
+		}
+	}
+	if ix.closed.Load() {
+		return ErrClosed
+	}
+	return nil
 }
 
-func (ix *Index) put(ctx context.Context, sessions []Session, withSessions, withChunks bool) error {
+func (ix *Index) put(ctx context.Context, sessions []Session) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -373,11 +371,7 @@ func (ix *Index) put(ctx context.Context, sessions []Session, withSessions, with
 	// Put's CPU: it runs on every core, as Bleve's batch would run it, and
 	// outside the write lock, so a rebuild analyses its next batch while
 	// the previous one is written (see Put).
-	type built struct {
-		session *document.Document
-		chunks  []*document.Document
-	}
-	docs := make([]built, len(keys))
+	docs := make([]*document.Document, len(keys))
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range min(runtime.GOMAXPROCS(0), len(keys)) {
@@ -387,19 +381,7 @@ func (ix *Index) put(ctx context.Context, sessions []Session, withSessions, with
 				if i >= len(keys) || ctx.Err() != nil {
 					return
 				}
-				k := keys[i]
-				s := sessions[latest[k]]
-				switch {
-				case withSessions && withChunks:
-					docs[i].session, docs[i].chunks = ix.sessionDocs(k, s)
-				case withSessions:
-					docs[i].session = ix.sessionDoc(k, s, nil)
-				default:
-					docs[i].chunks = make([]*document.Document, len(s.Chunks))
-					for j, c := range s.Chunks {
-						docs[i].chunks[j] = chunkDoc(k, s.UserID, c, ix.analyzer.Analyze([]byte(c.Text)), ix.text == nil)
-					}
-				}
+				docs[i] = ix.sessionDocOf(keys[i], sessions[latest[keys[i]]])
 			}
 		})
 	}
@@ -413,52 +395,19 @@ func (ix *Index) put(ctx context.Context, sessions []Session, withSessions, with
 	if ix.closed.Load() {
 		return ErrClosed
 	}
-	var old map[string][]string
-	if withChunks {
-		var err error
-		if old, err = ix.chunkIDs(ctx, keys); err != nil {
-			return fmt.Errorf("index: put: find existing chunks: %w", err)
-		}
-	}
-	var sb, cb *bleve.Batch
-	if withSessions {
-		sb = ix.sessions.NewBatch()
-	}
-	if withChunks {
-		cb = ix.chunks.NewBatch()
-	}
-	nChunks := 0
-	for i, k := range keys {
-		if withSessions {
-			if err := sb.IndexAdvanced(docs[i].session); err != nil {
-				return fmt.Errorf("index: put: %w", err)
-			}
-		}
-		if !withChunks {
-			continue
-		}
-		fresh := make(map[string]struct{}, len(docs[i].chunks))
-		for _, d := range docs[i].chunks {
-			fresh[d.ID()] = struct{}{}
-			if err := cb.IndexAdvanced(d); err != nil {
-				return fmt.Errorf("index: put: %w", err)
-			}
-			nChunks++
-		}
-		for _, id := range old[k] {
-			if _, ok := fresh[id]; !ok {
-				cb.Delete(id)
-			}
+	b := ix.sessions.NewBatch()
+	for _, d := range docs {
+		if err := b.IndexAdvanced(d); err != nil {
+			return fmt.Errorf("index: put: %w", err)
 		}
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := ix.applyBatches(sb, cb); err != nil {
+	if err := ix.sessions.Batch(b); err != nil {
 		return fmt.Errorf("index: put: %w", err)
 	}
-	ix.log.Debug().Int("sessions", len(keys)).Int("chunks", nChunks).Bool("session_docs", withSessions).
-		Dur("took", time.Since(start)).Msg("index: put")
+	ix.log.Debug().Int("sessions", len(keys)).Dur("took", time.Since(start)).Msg("index: put")
 	return nil
 }
 
@@ -479,13 +428,13 @@ func validate(s Session) error {
 	return nil
 }
 
-// sessionDocs builds the session document and its chunks' documents. The
-// chunks are analysed first, and the session's tokens composed from theirs
-// where composeSession can.
-func (ix *Index) sessionDocs(key string, s Session) (*document.Document, []*document.Document) {
-	chunks := make([]*document.Document, len(s.Chunks))
+// sessionDocOf builds the session document. The chunks are analysed first
+// (their lengths are the chunk statistics), and the session's tokens
+// composed from theirs where composeSession can.
+func (ix *Index) sessionDocOf(key string, s Session) *document.Document {
 	segs := make([]segmentTokens, len(s.Chunks))
 	composable := true
+	chunkTokens := 0
 	for j, c := range s.Chunks {
 		text := []byte(c.Text)
 		seg, ok := analyzeSegment(ix.analyzer, text)
@@ -494,24 +443,25 @@ func (ix *Index) sessionDocs(key string, s Session) (*document.Document, []*docu
 			seg.tokens = ix.analyzer.Analyze(text)
 		}
 		segs[j] = seg
-		chunks[j] = chunkDoc(key, s.UserID, c, seg.tokens, ix.text == nil)
+		chunkTokens += lengthOf(seg.tokens)
 	}
 	var title segmentTokens
 	if composable && s.Title != "" {
 		title, composable = analyzeSegment(ix.analyzer, []byte(s.Title))
 	}
+	var tokens analysis.TokenStream
 	if composable {
-		if tokens, ok := composeSession(s, ix.repeat, title, segs); ok {
-			return ix.sessionDoc(key, s, tokens), chunks
+		if composed, ok := composeSession(s, ix.repeat, title, segs); ok {
+			tokens = composed
 		}
 	}
-	return ix.sessionDoc(key, s, nil), chunks
+	return ix.sessionDoc(key, s, tokens, len(s.Chunks), chunkTokens)
 }
 
 // sessionDoc builds the session document, analysing its text unless its
 // tokens are given. The scored text is sessionText: BM25 then sees one
 // length and one term frequency per term, which is what measured best.
-func (ix *Index) sessionDoc(key string, s Session, tokens analysis.TokenStream) *document.Document {
+func (ix *Index) sessionDoc(key string, s Session, tokens analysis.TokenStream, chunks, chunkTokens int) *document.Document {
 	text := []byte(sessionText(s, ix.repeat))
 	if tokens == nil {
 		tokens = ix.analyzer.Analyze(text)
@@ -520,10 +470,16 @@ func (ix *Index) sessionDoc(key string, s Session, tokens analysis.TokenStream) 
 	d.AddField(document.NewTextFieldCustom(fieldUser, nil, []byte(s.UserID), keywordOpts, nil))
 	scored := newAnalyzedTokens(fieldText, text, tokens)
 	d.AddField(scored)
-	d.AddField(lengthField(scored.length))
-	if ix.text == nil {
+	d.AddField(numberField(fieldLength, scored.length))
+	d.AddField(numberField(fieldChunks, chunks))
+	d.AddField(numberField(fieldChunkLength, chunkTokens))
+	if ix.stored {
 		d.AddField(document.NewTextFieldCustom(fieldTitle, nil, []byte(s.Title), storedOpts, nil))
 		d.AddField(document.NewTextFieldCustom(fieldBody, nil, []byte(s.Body), storedOpts, nil))
+		for _, c := range s.Chunks {
+			v := strconv.Itoa(c.Ordinal) + "\t" + c.Text
+			d.AddField(document.NewTextFieldCustom(fieldChunk, nil, []byte(v), storedOpts, nil))
+		}
 	}
 	return d
 }
@@ -545,82 +501,45 @@ func sessionText(s Session, repeat int) string {
 	return b.String()
 }
 
-// chunkDoc builds a chunk document from its text's tokens, with its text
-// stored when stored is set.
-func chunkDoc(key, userID string, c Chunk, tokens analysis.TokenStream, stored bool) *document.Document {
-	d := document.NewDocument(chunkID(key, c.Ordinal))
-	d.AddField(document.NewTextFieldCustom(fieldUser, nil, []byte(userID), keywordOpts, nil))
-	d.AddField(document.NewTextFieldCustom(fieldSession, nil, []byte(key), keywordOpts, nil))
-	scored := newAnalyzedTokens(fieldText, []byte(c.Text), tokens)
-	d.AddField(scored)
-	d.AddField(lengthField(scored.length))
-	if stored {
-		d.AddField(document.NewTextFieldCustom(fieldBody, nil, []byte(c.Text), storedOpts, nil))
-	}
-	return d
-}
+// storedText is the TextSource of an index without one: the text stored
+// with each session document.
+type storedText struct{ idx bleve.Index }
 
-// chunkIDs returns the ids of the chunk documents of the given session keys
-// that are in the chunk index now, grouped by session key.
-func (ix *Index) chunkIDs(ctx context.Context, keys []string) (map[string][]string, error) {
-	if n, err := ix.chunks.DocCount(); err != nil || n == 0 {
-		return nil, err
-	}
-	qs := make([]query.Query, len(keys))
-	for i, k := range keys {
-		qs[i] = termQuery(fieldSession, k)
-	}
-	q := query.NewDisjunctionQuery(qs)
-	size := 16 * len(keys)
-	for {
-		req := bleve.NewSearchRequestOptions(q, size, 0, false)
-		req.Score = "none"
-		res, err := ix.chunks.SearchInContext(ctx, req)
+func (st storedText) SessionText(ctx context.Context, userID string, ids []string, _ int) (map[string]Session, error) {
+	out := make(map[string]Session, len(ids))
+	for _, id := range ids {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		d, err := st.idx.Document(docKey(userID, id))
 		if err != nil {
 			return nil, err
 		}
-		if res.Total > uint64(len(res.Hits)) {
-			size = int(res.Total)
+		if d == nil {
 			continue
 		}
-		out := make(map[string][]string)
-		for _, h := range res.Hits {
-			k, _, ok := splitChunkID(h.ID)
-			if !ok {
-				return nil, fmt.Errorf("malformed chunk document id %q", h.ID)
+		s := Session{UserID: userID, SessionID: id}
+		d.VisitFields(func(f bleveindex.Field) {
+			v := string(f.Value())
+			switch f.Name() {
+			case fieldTitle:
+				s.Title = v
+			case fieldBody:
+				s.Body = v
+			case fieldChunk:
+				ord, text, _ := strings.Cut(v, "\t")
+				if n, err := strconv.Atoi(ord); err == nil {
+					s.Chunks = append(s.Chunks, Chunk{Ordinal: n, Text: text})
+				}
 			}
-			out[k] = append(out[k], h.ID)
-		}
-		return out, nil
+		})
+		out[id] = s
 	}
+	return out, nil
 }
 
-// applyBatches executes the session and chunk batches concurrently: each
-// builds its in-memory segment on the calling goroutine, so running them side
-// by side uses two cores. A nil batch is skipped.
-func (ix *Index) applyBatches(sb, cb *bleve.Batch) error {
-	var wg sync.WaitGroup
-	var cerr, serr error
-	if cb != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if cerr = ix.chunks.Batch(cb); cerr != nil {
-				cerr = fmt.Errorf("chunks: %w", cerr)
-			}
-		}()
-	}
-	if sb != nil {
-		if serr = ix.sessions.Batch(sb); serr != nil {
-			serr = fmt.Errorf("sessions: %w", serr)
-		}
-	}
-	wg.Wait()
-	return errors.Join(serr, cerr)
-}
-
-// Delete removes every document (session and chunks) of the given sessions
-// of one user. Unknown sessions are ignored.
+// Delete removes the documents of the given sessions of one user. Unknown
+// sessions are ignored.
 func (ix *Index) Delete(ctx context.Context, userID string, sessionIDs []string) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -631,36 +550,26 @@ func (ix *Index) Delete(ctx context.Context, userID string, sessionIDs []string)
 	if len(sessionIDs) == 0 {
 		return nil
 	}
-	keys := make([]string, 0, len(sessionIDs))
-	for _, id := range sessionIDs {
-		if id != "" {
-			keys = append(keys, docKey(userID, id))
-		}
-	}
 	ix.wmu.Lock()
 	defer ix.wmu.Unlock()
 	if ix.closed.Load() {
 		return ErrClosed
 	}
-	old, err := ix.chunkIDs(ctx, keys)
-	if err != nil {
-		return fmt.Errorf("index: delete: find chunks: %w", err)
-	}
-	sb, cb := ix.sessions.NewBatch(), ix.chunks.NewBatch()
-	for _, k := range keys {
-		sb.Delete(k)
-		for _, id := range old[k] {
-			cb.Delete(id)
+	b := ix.sessions.NewBatch()
+	for _, id := range sessionIDs {
+		if id != "" {
+			b.Delete(docKey(userID, id))
 		}
 	}
-	if err := ix.applyBatches(sb, cb); err != nil {
+	if err := ix.sessions.Batch(b); err != nil {
 		return fmt.Errorf("index: delete: %w", err)
 	}
-	ix.log.Debug().Int("sessions", len(keys)).Msg("index: delete")
+	ix.log.Debug().Int("sessions", len(sessionIDs)).Msg("index: delete")
 	return nil
 }
 
-// Count returns the number of session and chunk documents over all users.
+// Count returns the number of sessions over all users and the number of
+// chunks they hold.
 func (ix *Index) Count(ctx context.Context) (sessions, chunks uint64, err error) {
 	if err := ctx.Err(); err != nil {
 		return 0, 0, err
@@ -668,28 +577,47 @@ func (ix *Index) Count(ctx context.Context) (sessions, chunks uint64, err error)
 	if ix.closed.Load() {
 		return 0, 0, ErrClosed
 	}
-	if sessions, err = ix.sessions.DocCount(); err != nil {
-		return 0, 0, fmt.Errorf("index: count sessions: %w", err)
-	}
-	if chunks, err = ix.chunks.DocCount(); err != nil {
-		return 0, 0, fmt.Errorf("index: count chunks: %w", err)
+	err = ix.snapshot(func(snap *scorch.IndexSnapshot) error {
+		t, err := ix.sessionLengths.totals(snap.Segments())
+		sessions, chunks = t.docs, t.chunks
+		return err
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("index: count: %w", err)
 	}
 	return sessions, chunks, nil
+}
+
+// snapshot calls fn with a snapshot of the sessions index.
+func (ix *Index) snapshot(fn func(*scorch.IndexSnapshot) error) (err error) {
+	adv, err := ix.sessions.Advanced()
+	if err != nil {
+		return err
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := r.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	snap, ok := r.(*scorch.IndexSnapshot)
+	if !ok {
+		return fmt.Errorf("index is %T, not a scorch index", r)
+	}
+	return fn(snap)
 }
 
 // Document ids. A session document's id is its key: the length of the user
 // id, ':', the user id, then the session id. The length prefix makes the
 // split unambiguous whatever characters the ids contain, and puts the owner
 // in every id, so a hit can be checked against the querying user without
-// loading stored fields. A chunk document's id is the key, '#' and the
-// ordinal in decimal.
+// loading stored fields.
 
 func docKey(userID, sessionID string) string {
 	return strconv.Itoa(len(userID)) + ":" + userID + sessionID
-}
-
-func chunkID(key string, ordinal int) string {
-	return key + "#" + strconv.Itoa(ordinal)
 }
 
 // splitKey is the inverse of docKey.
@@ -703,17 +631,4 @@ func splitKey(key string) (userID, sessionID string, ok bool) {
 		return "", "", false
 	}
 	return key[colon+1 : colon+1+n], key[colon+1+n:], true
-}
-
-// splitChunkID is the inverse of chunkID.
-func splitChunkID(id string) (key string, ordinal int, ok bool) {
-	hash := strings.LastIndexByte(id, '#')
-	if hash < 0 {
-		return "", 0, false
-	}
-	ord, err := strconv.Atoi(id[hash+1:])
-	if err != nil || ord < 0 {
-		return "", 0, false
-	}
-	return id[:hash], ord, true
 }

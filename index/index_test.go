@@ -181,8 +181,9 @@ func TestPutReplacesSession(t *testing.T) {
 	}
 }
 
-// TestPutParts: PutSessions and PutChunks each write one kind of document,
-// with Put's replace semantics, and together equal one Put.
+// TestPutParts: PutSessions is Put (the session document carries the
+// chunk statistics; chunks are read from the text), and PutChunks writes
+// nothing but rejects what Put rejects.
 func TestPutParts(t *testing.T) {
 	ctx := context.Background()
 	ix := openTest(t, "")
@@ -190,21 +191,24 @@ func TestPutParts(t *testing.T) {
 	if err := ix.PutSessions(ctx, []Session{s}); err != nil {
 		t.Fatal(err)
 	}
-	if got := counts(t, ix); got != [2]uint64{1, 0} {
-		t.Fatalf("after PutSessions: counts = %v, want [1 0]", got)
-	}
-	if got := ids(search(t, ix, Query{UserID: "u", Text: "alpha", Kind: Sessions})); !reflect.DeepEqual(got, []string{"s"}) {
-		t.Errorf("after PutSessions: sessions search = %v, want [s]", got)
-	}
-	if err := ix.PutChunks(ctx, []Session{s}); err != nil {
-		t.Fatal(err)
-	}
 	if got := counts(t, ix); got != [2]uint64{1, 2} {
-		t.Fatalf("after PutChunks: counts = %v, want [1 2]", got)
+		t.Fatalf("after PutSessions: counts = %v, want [1 2]", got)
 	}
-	// A shorter version: each part replaces only its own documents.
+	if got := ids(search(t, ix, Query{UserID: "u", Text: "bravo", Kind: Chunks})); !reflect.DeepEqual(got, []string{"s#1"}) {
+		t.Errorf("after PutSessions: chunks search = %v, want [s#1]", got)
+	}
 	s2 := chunked("u", "s", "Renamed heading", "charlie message")
 	if err := ix.PutChunks(ctx, []Session{s2}); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(search(t, ix, Query{UserID: "u", Text: "charlie", Kind: Chunks})); len(got) != 0 {
+		t.Errorf("PutChunks wrote a chunk: %v", got)
+	}
+	bad := Session{UserID: "u", SessionID: "s", Chunks: []Chunk{{Ordinal: 1}, {Ordinal: 1}}}
+	if err := ix.PutChunks(ctx, []Session{bad}); err == nil {
+		t.Error("PutChunks accepted duplicate ordinals")
+	}
+	if err := ix.PutSessions(ctx, []Session{s2}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct {
@@ -212,20 +216,14 @@ func TestPutParts(t *testing.T) {
 		kind Kind
 		want []string
 	}{
-		{"original", Sessions, []string{"s"}}, // the session document is untouched
-		{"charlie", Sessions, []string{}},
+		{"renamed charlie", Sessions, []string{"s"}},
+		{"original", Sessions, []string{}},
 		{"charlie", Chunks, []string{"s#0"}},
 		{"bravo", Chunks, []string{}}, // the stale ordinal is gone
 	} {
 		if got := ids(search(t, ix, Query{UserID: "u", Text: tt.text, Kind: tt.kind})); !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("after PutChunks of a new version: %q in %v = %v, want %v", tt.text, tt.kind, got, tt.want)
+			t.Errorf("after PutSessions of a new version: %q in %v = %v, want %v", tt.text, tt.kind, got, tt.want)
 		}
-	}
-	if err := ix.PutSessions(ctx, []Session{s2}); err != nil {
-		t.Fatal(err)
-	}
-	if got := ids(search(t, ix, Query{UserID: "u", Text: "renamed charlie", Kind: Sessions})); !reflect.DeepEqual(got, []string{"s"}) {
-		t.Errorf("after PutSessions of the new version: %v, want [s]", got)
 	}
 	if got := counts(t, ix); got != [2]uint64{1, 1} {
 		t.Errorf("counts = %v, want [1 1]", got)
@@ -544,10 +542,6 @@ func TestDocIDs(t *testing.T) {
 		if !ok || u != tt.user || s != tt.session {
 			t.Errorf("splitKey(docKey(%q, %q)) = %q, %q, %v", tt.user, tt.session, u, s, ok)
 		}
-		k, ord, ok := splitChunkID(chunkID(key, 7))
-		if !ok || k != key || ord != 7 {
-			t.Errorf("splitChunkID(chunkID(%q, 7)) = %q, %d, %v", key, k, ord, ok)
-		}
 	}
 	for _, bad := range []string{"", "x", ":u", "5:abc", "-1:x"} {
 		if _, _, ok := splitKey(bad); ok {
@@ -648,14 +642,14 @@ func TestWordsPlan(t *testing.T) {
 
 	ref := newRefIndex(ix.analyzer, ix.repeat)
 	for _, se := range ss {
-		ref.put(Sessions, se)
+		ref.put(se)
 	}
 	unrestricted := func(text string, limit int) []Hit {
 		pq, err := parseQuery(ix.analyzer, text)
 		if err != nil {
 			t.Fatal(err)
 		}
-		hits := ref.search(pq, "u", false)
+		hits := ref.search(pq, "u", false, exact)
 		return hits[:min(limit, len(hits))]
 	}
 	scores := func(hits []Hit) []float64 {
@@ -686,7 +680,7 @@ func TestWordsPlan(t *testing.T) {
 			dfs := make([]uint64, len(pq.Terms))
 			for i, term := range pq.Terms {
 				for _, d := range ref.docs {
-					if d.tf[term] > 0 {
+					if d.text.tf[term] > 0 {
 						dfs[i]++
 					}
 				}

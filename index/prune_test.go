@@ -69,7 +69,7 @@ func TestPruningMatchesExhaustive(t *testing.T) {
 			t.Logf("deleted %d sessions; segments now %d", len(deleted), segmentCount(t, ix))
 		}
 		eval := func(ev evaluation) ([]docHit, uint64) {
-			docs, total, err := searchWords(ctx, ix.sessions, &ix.sessionLengths, user, pq, limit, false, ev)
+			docs, total, err := searchWords(ctx, ix.sessions, &ix.sessionLengths, user, pq, limit, ev)
 			if err != nil {
 				t.Fatalf("%q: %v", text, err)
 			}

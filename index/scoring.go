@@ -56,8 +56,14 @@ func lengthOf(tokens analysis.TokenStream) int {
 // fieldLength is the keyword field holding each document's length in
 // decimal (one term per document): summing over its dictionary gives the
 // total length of a segment's live documents in as many steps as there are
-// distinct lengths (lengthCache).
-const fieldLength = "len"
+// distinct lengths (lengthCache). fieldChunks and fieldChunkLength hold the
+// number of the session's chunks and their total length, summed the same
+// way: the mean chunk length that chunk scores are normalised by.
+const (
+	fieldLength      = "len"
+	fieldChunks      = "chunks"
+	fieldChunkLength = "chunklen"
+)
 
 // analyzedText is the scored text field, analysed when the document is
 // built rather than in Bleve's batch, so that its length is known for
@@ -89,15 +95,18 @@ func (f *analyzedText) AnalyzedLength() int { return f.length }
 // AnalyzedTokenFrequencies implements document.Field.
 func (f *analyzedText) AnalyzedTokenFrequencies() bleveindex.TokenFrequencies { return f.freqs }
 
-// lengthField is the fieldLength field of a document of the given length.
-func lengthField(length int) *document.TextField {
-	return document.NewTextFieldCustom(fieldLength, nil, []byte(strconv.Itoa(length)), keywordOpts, nil)
+// numberField is a keyword field holding n in decimal (fieldLength,
+// fieldChunks, fieldChunkLength).
+func numberField(name string, n int) *document.TextField {
+	return document.NewTextFieldCustom(name, nil, []byte(strconv.Itoa(n)), keywordOpts, nil)
 }
 
-// segmentLengths is one segment's live documents and their total length.
+// segmentLengths is one segment's (or an index's) live documents, their
+// total length, their chunks and the chunks' total length.
 type segmentLengths struct {
-	deleted     uint64 // the deletions they were counted with
-	docs, total uint64
+	deleted            uint64 // the deletions they were counted with
+	docs, total        uint64
+	chunks, chunkTotal uint64
 }
 
 // lengthCache keeps what queries learn about an index's segments: their
@@ -113,7 +122,26 @@ type lengthCache struct {
 
 // avgLength returns the mean length of the live documents of segs.
 func (c *lengthCache) avgLength(segs []*scorch.SegmentSnapshot) (float64, error) {
-	var docs, total uint64
+	t, err := c.totals(segs)
+	if err != nil || t.docs == 0 || t.total == 0 {
+		return 1, err
+	}
+	return float64(t.total) / float64(t.docs), nil
+}
+
+// avgChunkLength returns the mean length of the chunks of the live
+// documents of segs.
+func (c *lengthCache) avgChunkLength(segs []*scorch.SegmentSnapshot) (float64, error) {
+	t, err := c.totals(segs)
+	if err != nil || t.chunks == 0 || t.chunkTotal == 0 {
+		return 1, err
+	}
+	return float64(t.chunkTotal) / float64(t.chunks), nil
+}
+
+// totals adds up the lengths of the live documents of segs.
+func (c *lengthCache) totals(segs []*scorch.SegmentSnapshot) (segmentLengths, error) {
+	var t segmentLengths
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.segs == nil || len(c.segs) > 2*len(segs)+16 { // drop merged-away segments
@@ -128,47 +156,60 @@ func (c *lengthCache) avgLength(segs []*scorch.SegmentSnapshot) (float64, error)
 		if !ok || sl.deleted != deleted {
 			var err error
 			if sl, err = countLengths(s.Segment(), s.Deleted()); err != nil {
-				return 0, err
+				return t, err
 			}
 			sl.deleted = deleted
 			c.segs[s.Segment()] = sl
 		}
-		docs += sl.docs
-		total += sl.total
+		t.docs += sl.docs
+		t.total += sl.total
+		t.chunks += sl.chunks
+		t.chunkTotal += sl.chunkTotal
 	}
-	if docs == 0 || total == 0 {
-		return 1, nil
-	}
-	return float64(total) / float64(docs), nil
+	return t, nil
 }
 
 // countLengths adds up the lengths of a segment's live documents from its
-// fieldLength dictionary.
+// number fields' dictionaries.
 func countLengths(seg segment.Segment, deleted *roaring.Bitmap) (segmentLengths, error) {
 	var sl segmentLengths
-	d, err := seg.Dictionary(fieldLength)
-	if err != nil {
+	var err error
+	if sl.docs, sl.total, err = sumField(seg, deleted, fieldLength); err != nil {
 		return sl, err
+	}
+	if _, sl.chunks, err = sumField(seg, deleted, fieldChunks); err != nil {
+		return sl, err
+	}
+	_, sl.chunkTotal, err = sumField(seg, deleted, fieldChunkLength)
+	return sl, err
+}
+
+// sumField returns how many live documents of seg have a value in the
+// number field name, and the sum of their values.
+func sumField(seg segment.Segment, deleted *roaring.Bitmap, name string) (docs, sum uint64, err error) {
+	d, err := seg.Dictionary(name)
+	if err != nil {
+		return 0, 0, err
 	}
 	it := d.AutomatonIterator(nil, nil, nil)
 	for {
 		e, err := it.Next()
 		if err != nil {
-			return sl, err
+			return 0, 0, err
 		}
 		if e == nil {
-			return sl, nil
+			return docs, sum, nil
 		}
-		length, err := strconv.ParseUint(e.Term, 10, 64)
+		v, err := strconv.ParseUint(e.Term, 10, 64)
 		if err != nil {
 			continue // not written by this package
 		}
 		pl, err := d.PostingsList([]byte(e.Term), deleted, nil)
 		if err != nil {
-			return sl, err
+			return 0, 0, err
 		}
 		n := pl.Count()
-		sl.docs += n
-		sl.total += n * length
+		docs += n
+		sum += n * v
 	}
 }

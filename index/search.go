@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/analysis"
+	"github.com/blevesearch/bleve/v2/index/scorch"
 )
 
 // Kind selects which documents a query searches.
@@ -17,7 +19,7 @@ type Kind int
 const (
 	// Sessions searches session documents (title + body); one hit per session.
 	Sessions Kind = iota
-	// Chunks searches chunk documents; a session may have several hits.
+	// Chunks searches the sessions' chunks; a session may have several hits.
 	Chunks
 )
 
@@ -49,8 +51,8 @@ type Query struct {
 	// Limit is the number of hits wanted: 0 means DefaultLimit, larger
 	// than MaxLimit means MaxLimit.
 	Limit int
-	// Explain fills Hit.Snippet and Hit.MatchedIn. It loads the hits' stored
-	// text, so it costs more than a plain search.
+	// Explain fills Hit.Snippet and Hit.MatchedIn. It reads the hits' text,
+	// so it costs more than a plain search.
 	Explain bool
 }
 
@@ -68,14 +70,14 @@ type Hit struct {
 	MatchedIn []string
 }
 
-// Search returns the best-scoring documents of q.Kind owned by q.UserID,
-// best first (equal scores by session id, then ordinal). It returns an error
+// Search returns the best-scoring sessions (or chunks) of q.UserID, best
+// first (equal scores by session id, then ordinal). It returns an error
 // wrapping ErrBadQuery when q.Text has nothing to search for.
 //
-// A search does not read stored fields unless q.Explain is set: session id
-// and ordinal are decoded from the document id. Plain words are evaluated
-// directly on the index segments (searchWords); phrases and exclusions go
-// through Bleve's query (searchBleve). Both rank the same way.
+// Sessions are evaluated on the index segments directly (searchWords);
+// phrases and multi-word exclusions are then checked on the hits' text
+// (searchSessions). Chunks are scored from the text of the best sessions
+// (searchChunks).
 func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -83,13 +85,7 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 	if q.UserID == "" {
 		return nil, errors.New("index: search: user id is required")
 	}
-	var idx bleve.Index
-	switch q.Kind {
-	case Sessions:
-		idx = ix.sessions
-	case Chunks:
-		idx = ix.chunks
-	default:
+	if q.Kind != Sessions && q.Kind != Chunks {
 		return nil, fmt.Errorf("index: search: unknown kind %d", int(q.Kind))
 	}
 	if ix.closed.Load() {
@@ -105,59 +101,24 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 		return nil, err
 	}
 	start := time.Now()
-	lengths := &ix.sessionLengths
+	var hits []Hit
+	var total uint64
 	if q.Kind == Chunks {
-		lengths = &ix.chunkLengths
+		hits, total, err = ix.searchChunks(ctx, q, pq, limit)
+	} else {
+		hits, total, err = ix.searchSessions(ctx, q, pq, limit)
 	}
-	stored := q.Explain && ix.text == nil // load the hits' stored text
-	// The total is for the debug log only: counting the documents pruning
-	// skipped costs a union of posting bitmaps.
-	ev := ix.log.Debug()
-	countAll := ev.Enabled()
-	ev.Discard()
-	docs, total, err := searchWords(ctx, idx, lengths, q.UserID, pq, limit, stored, evaluation{countAll: countAll})
 	if err != nil {
 		return nil, ix.searchErr(ctx, q.Kind, err)
 	}
-	var terms map[string]struct{}
-	var texts map[string]Session // with a TextSource: the hits' sessions
-	if q.Explain {
-		terms = pq.matchTerms()
-		if ix.text != nil && len(docs) > 0 {
-			if texts, err = ix.hitTexts(ctx, q.UserID, q.Kind, docs); err != nil {
-				return nil, err
-			}
-		}
-	}
-	hits := make([]Hit, 0, len(docs))
-	for _, d := range docs {
-		key, ord := d.id, -1
-		if q.Kind == Chunks {
-			var ok bool
-			if key, ord, ok = splitChunkID(d.id); !ok {
-				return nil, fmt.Errorf("index: search: malformed document id %q", d.id)
-			}
-		}
-		owner, sessionID, ok := splitKey(key)
-		if !ok {
-			return nil, fmt.Errorf("index: search: malformed document id %q", d.id)
-		}
-		if owner != q.UserID { // cannot happen: both paths match only the user's documents
-			return nil, errors.New("index: search: a document of another user matched")
-		}
-		hit := Hit{SessionID: sessionID, Ordinal: ord, Score: d.score}
-		if q.Explain {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			title, body := d.title, d.body
-			if texts != nil {
-				title, body = textOf(texts[sessionID], ord)
-			}
-			hit.Snippet, hit.MatchedIn = explain(ix.analyzer, terms, title, body)
-		}
-		hits = append(hits, hit)
-	}
+	sortHits(hits)
+	ix.log.Debug().Stringer("kind", q.Kind).Int("hits", len(hits)).Uint64("total", total).
+		Dur("took", time.Since(start)).Msg("index: search")
+	return hits, nil
+}
+
+// sortHits orders hits best first: score, then session id, then ordinal.
+func sortHits(hits []Hit) {
 	sort.SliceStable(hits, func(i, j int) bool {
 		a, b := hits[i], hits[j]
 		if a.Score != b.Score {
@@ -168,34 +129,105 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 		}
 		return a.Ordinal < b.Ordinal
 	})
-	ix.log.Debug().Stringer("kind", q.Kind).Int("hits", len(hits)).Uint64("total", total).
-		Dur("took", time.Since(start)).Msg("index: search")
+}
+
+// Phrase checks. The index has no positions, so searchWords narrows a
+// phrase to the documents holding all its words, and the hits are checked
+// on their text (matchesQuery); when too few pass, the search is run again
+// for checkGrowth times as many, up to maxChecked hits read.
+const (
+	minChecked  = 50
+	checkGrowth = 4
+	maxChecked  = 4 * MaxLimit
+)
+
+// searchSessions returns the best sessions of pq, checked and explained.
+func (ix *Index) searchSessions(ctx context.Context, q Query, pq parsedQuery, limit int) ([]Hit, uint64, error) {
+	check := pq.needsCheck()
+	fetch := limit
+	if check {
+		fetch = min(max(2*limit, minChecked), maxChecked)
+	}
+	// The total is for the debug log only: counting the documents pruning
+	// skipped costs a union of posting bitmaps.
+	ev := ix.log.Debug()
+	countAll := ev.Enabled()
+	ev.Discard()
+	for {
+		docs, total, err := searchWords(ctx, ix.sessions, &ix.sessionLengths, q.UserID, pq, fetch, evaluation{countAll: countAll})
+		if err != nil {
+			return nil, 0, err
+		}
+		hits, err := sessionHits(q.UserID, docs)
+		if err != nil {
+			return nil, 0, err
+		}
+		if !check && !q.Explain {
+			return hits, total, nil
+		}
+		// A snippet reads no further into the body than this (see
+		// findMatches and fragment); a check reads all of it.
+		bodyBytes := maxScanBytes + snippetBytes + utf8.UTFMax
+		if check {
+			bodyBytes = 0
+		}
+		texts, err := ix.texts(ctx, q.UserID, hits, bodyBytes)
+		if err != nil {
+			return nil, 0, err
+		}
+		kept := hits[:0]
+		for _, h := range hits {
+			s, ok := texts[h.SessionID]
+			if check && (!ok || !matchesQuery(ix.analyzer, pq, s.Title, s.Body)) {
+				continue
+			}
+			if q.Explain {
+				if err := ctx.Err(); err != nil {
+					return nil, 0, err
+				}
+				h.Snippet, h.MatchedIn = explain(ix.analyzer, pq.matchTerms(), s.Title, s.Body)
+			}
+			kept = append(kept, h)
+		}
+		if !check || len(kept) >= limit || len(docs) < fetch || fetch >= maxChecked {
+			return kept[:min(limit, len(kept))], total, nil
+		}
+		fetch = min(checkGrowth*fetch, maxChecked)
+	}
+}
+
+// sessionHits turns documents into session hits, checking their owner.
+func sessionHits(userID string, docs []docHit) ([]Hit, error) {
+	hits := make([]Hit, 0, len(docs))
+	for _, d := range docs {
+		owner, sessionID, ok := splitKey(d.id)
+		if !ok {
+			return nil, fmt.Errorf("malformed document id %q", d.id)
+		}
+		if owner != userID { // cannot happen: searchWords matches only the user's documents
+			return nil, errors.New("a document of another user matched")
+		}
+		hits = append(hits, Hit{SessionID: sessionID, Ordinal: -1, Score: d.score})
+	}
 	return hits, nil
 }
 
-// hitTexts asks the TextSource for the sessions of the hits, in one call.
-func (ix *Index) hitTexts(ctx context.Context, userID string, kind Kind, docs []docHit) (map[string]Session, error) {
-	ids := make([]string, 0, len(docs))
-	seen := make(map[string]bool, len(docs))
-	for _, d := range docs {
-		key := d.id
-		if kind == Chunks {
-			key, _, _ = splitChunkID(d.id)
-		}
-		if _, sid, ok := splitKey(key); ok && !seen[sid] {
-			seen[sid] = true
-			ids = append(ids, sid)
-		}
+// texts asks the TextSource for the hits' sessions, in one call.
+func (ix *Index) texts(ctx context.Context, userID string, hits []Hit, bodyBytes int) (map[string]Session, error) {
+	if len(hits) == 0 {
+		return map[string]Session{}, nil
 	}
-	// A session snippet reads no further into the body than this (see
-	// findMatches and fragment); a chunk's needs the chunks.
-	bodyBytes := 0
-	if kind == Sessions {
-		bodyBytes = maxScanBytes + snippetBytes + utf8.UTFMax
+	ids := make([]string, 0, len(hits))
+	seen := make(map[string]bool, len(hits))
+	for _, h := range hits {
+		if !seen[h.SessionID] {
+			seen[h.SessionID] = true
+			ids = append(ids, h.SessionID)
+		}
 	}
 	texts, err := ix.text.SessionText(ctx, userID, ids, bodyBytes)
 	if err != nil {
-		return nil, fmt.Errorf("index: search: text of the hits: %w", err)
+		return nil, fmt.Errorf("text of the hits: %w", err)
 	}
 	if texts == nil {
 		texts = map[string]Session{}
@@ -203,27 +235,156 @@ func (ix *Index) hitTexts(ctx context.Context, userID string, kind Kind, docs []
 	return texts, nil
 }
 
-// textOf is the text a hit's snippet is made from: the session's title and
-// body, or (ordinal >= 0) the chunk's text. A session or chunk that is gone
-// from the source gives none.
-func textOf(s Session, ordinal int) (title, body string) {
-	if ordinal < 0 {
-		return s.Title, s.Body
-	}
-	for _, c := range s.Chunks {
-		if c.Ordinal == ordinal {
-			return "", c.Text
-		}
-	}
-	return "", ""
+// Chunk search. There are no chunk documents: the best sessions for the
+// query's words (and phrases' words) are found in the index, and their
+// chunks, read from the TextSource, are analysed and scored with BM25:
+// the terms' idf of the sessions index and the mean chunk length of the
+// index (fieldChunkLength / fieldChunks). Phrases and exclusions are
+// checked per chunk, as on chunk documents. A chunk outside the best
+// sessions is not found: chunkSessions(limit) sessions are read, enough
+// for the context endpoint, which returns a few sessions by their best
+// chunk. Reading them costs a few milliseconds; an index of chunk
+// documents cost more than twice the text it indexed.
+func chunkSessions(limit int) int {
+	return min(max((limit+3)/4, 10), 50)
 }
 
-// docHit is one document of a result, as the two evaluation paths return
-// it: the Bleve document id, the score, and the stored text when asked for.
+// searchChunks returns the best chunks of pq among the best sessions.
+func (ix *Index) searchChunks(ctx context.Context, q Query, pq parsedQuery, limit int) ([]Hit, uint64, error) {
+	// Exclusions apply to chunks, not to their sessions, and a session
+	// need only hold a phrase's words: the chunks are checked below.
+	sq := parsedQuery{Terms: pq.Terms, Phrases: pq.Phrases}
+	docs, _, err := searchWords(ctx, ix.sessions, &ix.sessionLengths, q.UserID, sq, chunkSessions(limit), evaluation{})
+	if err != nil || len(docs) == 0 {
+		return nil, 0, err
+	}
+	sessions, err := sessionHits(q.UserID, docs)
+	if err != nil {
+		return nil, 0, err
+	}
+	texts, err := ix.texts(ctx, q.UserID, sessions, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	terms := pq.scoredTerms()
+	w, err := ix.chunkWeights(terms)
+	if err != nil {
+		return nil, 0, err
+	}
+	slot := make(map[string]int, len(terms))
+	for j, t := range terms {
+		slot[t] = j
+	}
+	check := len(pq.Phrases) > 0 || len(pq.Exclude) > 0
+	tf := make([]float64, len(terms))
+	var hits []Hit
+	var total uint64
+	for _, sh := range sessions {
+		if err := ctx.Err(); err != nil {
+			return nil, 0, err
+		}
+		for _, c := range texts[sh.SessionID].Chunks {
+			tokens := ix.analyzer.Analyze([]byte(c.Text))
+			if check && !matchesTokens(pq, tokens) {
+				continue
+			}
+			clear(tf)
+			for _, t := range tokens {
+				if j, ok := slot[string(t.Term)]; ok {
+					tf[j]++
+				}
+			}
+			score, length := 0.0, float64(lengthOf(tokens))
+			for j, f := range tf {
+				if f > 0 {
+					score += w.idf[j] * bm25TF(f, length, w.avgdl)
+				}
+			}
+			if score == 0 {
+				continue
+			}
+			total++
+			h := Hit{SessionID: sh.SessionID, Ordinal: c.Ordinal, Score: score}
+			if q.Explain {
+				h.Snippet, h.MatchedIn = explain(ix.analyzer, pq.matchTerms(), "", c.Text)
+			}
+			hits = append(hits, h)
+		}
+	}
+	sortHits(hits)
+	return hits[:min(limit, len(hits))], total, nil
+}
+
+// chunkScoring is what chunk scores need from the index: each term's idf
+// and the mean chunk length.
+type chunkScoring struct {
+	idf   []float64 // by term, as given
+	avgdl float64
+}
+
+// chunkWeights reads the terms' document frequencies and the chunk
+// statistics from a snapshot of the index.
+func (ix *Index) chunkWeights(terms []string) (chunkScoring, error) {
+	w := chunkScoring{idf: make([]float64, len(terms))}
+	err := ix.snapshot(func(snap *scorch.IndexSnapshot) error {
+		n, err := snap.DocCount()
+		if err != nil {
+			return err
+		}
+		ws, err := lookUpWords(snap.Segments(), "", terms)
+		if err != nil {
+			return err
+		}
+		for j := range terms {
+			w.idf[j] = bm25IDF(n, ws.words[j].df)
+		}
+		w.avgdl, err = ix.sessionLengths.avgChunkLength(snap.Segments())
+		return err
+	})
+	return w, err
+}
+
+// matchesQuery reports whether a document of the given texts satisfies the
+// query's phrases and exclusions (plain words only rank): every phrase
+// occurs in one of texts, and no exclusion occurs in any.
+func matchesQuery(a analysis.Analyzer, pq parsedQuery, texts ...string) bool {
+	if len(pq.Phrases) == 0 && len(pq.Exclude) == 0 {
+		return true
+	}
+	streams := make([]analysis.TokenStream, len(texts))
+	for i, t := range texts {
+		streams[i] = a.Analyze([]byte(t))
+	}
+	return matchesTokens(pq, streams...)
+}
+
+// matchesTokens is matchesQuery over analysed texts.
+func matchesTokens(pq parsedQuery, streams ...analysis.TokenStream) bool {
+	in := func(ph phrase) bool {
+		for _, s := range streams {
+			if phraseIn(s, ph) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, ph := range pq.Phrases {
+		if !in(ph) {
+			return false
+		}
+	}
+	for _, ph := range pq.Exclude {
+		if in(ph) {
+			return false
+		}
+	}
+	return true
+}
+
+// docHit is one document of a result: the Bleve document id and the score.
 type docHit struct {
-	id          string
-	score       float64
-	title, body string
+	id    string
+	score float64
 }
 
 func (ix *Index) searchErr(ctx context.Context, kind Kind, err error) error {

@@ -40,14 +40,10 @@ func (m *mapSource) SessionText(_ context.Context, userID string, ids []string, 
 	return out, nil
 }
 
-// storedFields names the stored fields of the document with id in idx.
-func storedFields(t *testing.T, ix *Index, kind Kind, id string) []string {
+// storedFields names the stored fields of the session document with id.
+func storedFields(t *testing.T, ix *Index, id string) []string {
 	t.Helper()
-	idx := ix.sessions
-	if kind == Chunks {
-		idx = ix.chunks
-	}
-	d, err := idx.Document(id)
+	d, err := ix.sessions.Document(id)
 	if err != nil || d == nil {
 		t.Fatalf("Document(%q) = %v, %v", id, d, err)
 	}
@@ -88,16 +84,11 @@ func TestTextSource(t *testing.T) {
 	put(t, stored, ss...)
 	put(t, ix, ss...)
 
-	if got := storedFields(t, stored, Sessions, docKey("u", "xss")); !reflect.DeepEqual(sorted(got), []string{fieldBody, fieldTitle}) {
-		t.Errorf("stored fields without a source = %v, want title and body", got)
+	if got := storedFields(t, stored, docKey("u", "xss")); !reflect.DeepEqual(sorted(got), []string{fieldBody, fieldChunk, fieldChunk, fieldTitle}) {
+		t.Errorf("stored fields without a source = %v, want title, body and the two chunks", got)
 	}
-	for _, tt := range []struct {
-		kind Kind
-		id   string
-	}{{Sessions, docKey("u", "xss")}, {Chunks, chunkID(docKey("u", "xss"), 1)}} {
-		if got := storedFields(t, ix, tt.kind, tt.id); len(got) != 0 {
-			t.Errorf("%s document stores %v with a text source, want nothing", tt.kind, got)
-		}
+	if got := storedFields(t, ix, docKey("u", "xss")); len(got) != 0 {
+		t.Errorf("document stores %v with a text source, want nothing", got)
 	}
 
 	for _, q := range []Query{
@@ -107,8 +98,9 @@ func TestTextSource(t *testing.T) {
 		{UserID: "u", Text: "config -race"},
 		{UserID: "u", Text: "script config", Kind: Chunks, Limit: 100},
 		// Many equal scores: all of them, as the two indexes may break
-		// ties at the limit differently (their segments differ).
-		{UserID: "u", Text: `"another message" topic4`, Kind: Chunks, Limit: 100},
+		// ties at the limit differently (their segments differ); 200
+		// reads up to 50 sessions, all that match.
+		{UserID: "u", Text: `"another message" topic4`, Kind: Chunks, Limit: 200},
 		{UserID: "other", Text: "config", Kind: Chunks},
 		{UserID: "u", Text: "needle"},
 		{UserID: "u", Text: "needle filler"},
@@ -130,10 +122,23 @@ func TestTextSource(t *testing.T) {
 				sessions = append(sessions, h.SessionID)
 			}
 		}
-		if q.Kind == Sessions && src.bodyBytes[0] <= 0 || q.Kind == Chunks && src.bodyBytes[0] != 0 {
+		// Chunks and phrases are read whole; a snippet only reads the
+		// start of a body.
+		whole := q.Kind == Chunks || strings.Contains(q.Text, `"`)
+		if whole && src.bodyBytes[0] != 0 || !whole && src.bodyBytes[0] <= 0 {
 			t.Errorf("%+v: source asked for a body of %d bytes", q, src.bodyBytes[0])
 		}
-		if !reflect.DeepEqual(sorted(src.calls[0]), sorted(sessions)) {
+		// Chunks are read from the best sessions, at most chunkSessions.
+		if q.Kind == Chunks {
+			for _, id := range sessions {
+				if !slices.Contains(src.calls[0], id) {
+					t.Errorf("%+v: source not asked for %s, a hit's session", q, id)
+				}
+			}
+			if len(src.calls[0]) > chunkSessions(q.Limit) {
+				t.Errorf("%+v: source asked for %d sessions, more than %d", q, len(src.calls[0]), chunkSessions(q.Limit))
+			}
+		} else if !whole && !reflect.DeepEqual(sorted(src.calls[0]), sorted(sessions)) {
 			t.Errorf("%+v: source asked for %v, want the hits' sessions %v", q, src.calls[0], sessions)
 		}
 	}

@@ -26,9 +26,11 @@ import (
 // searchWords evaluates a parsed query on the index's segments directly,
 // with the scoring function of scoring.go (textbook BM25). Plain words
 // are the common case; phrases and exclusions only narrow the candidates:
-// Bleve's searchers find the documents that hold every phrase (and those
-// that hold an excluded one) on the same snapshot (phraseFilter), and the
-// words and the phrases' words are then scored like plain words.
+// Bleve's searchers find the documents that hold every phrase's words (and
+// those that hold an excluded word) on the same snapshot (phraseFilter),
+// and the words and the phrases' words are then scored like plain words.
+// The index has no positions: the caller checks word order (see
+// parsedQuery.needsCheck).
 //
 // Bleve's own scorer is not used: it takes sqrt(tf), weights each term by
 // idf twice (BM25 idf times idf·queryNorm), multiplies by a coordination
@@ -53,7 +55,7 @@ import (
 // pruneSlack). total is the number of the user's documents that match,
 // or with pruning and without ev.countAll those scored to the end
 // (fewer).
-func searchWords(ctx context.Context, idx bleve.Index, lengths *lengthCache, userID string, pq parsedQuery, limit int, explain bool, ev evaluation) (docs []docHit, total uint64, err error) {
+func searchWords(ctx context.Context, idx bleve.Index, lengths *lengthCache, userID string, pq parsedQuery, limit int, ev evaluation) (docs []docHit, total uint64, err error) {
 	adv, err := idx.Advanced()
 	if err != nil {
 		return nil, 0, err
@@ -113,7 +115,7 @@ func searchWords(ctx context.Context, idx bleve.Index, lengths *lengthCache, use
 	if err != nil {
 		return nil, 0, err
 	}
-	if docs, err = ws.load(best, explain); err != nil {
+	if docs, err = ws.load(best); err != nil {
 		return nil, 0, err
 	}
 	return docs, total, nil
@@ -929,40 +931,24 @@ func mergeTop(parts []partialResult, limit int) ([]scoredDoc, uint64, error) {
 	return top.Sorted(), total, nil
 }
 
-// load turns the best documents into hits: their ids and, with explain,
-// their stored title and body.
-func (ws *wordSearch) load(best []scoredDoc, explain bool) ([]docHit, error) {
+// load turns the best documents into hits: their ids and scores.
+func (ws *wordSearch) load(best []scoredDoc) ([]docHit, error) {
 	docs := make([]docHit, len(best))
 	for k, sd := range best {
-		s := ws.segs[sd.seg]
-		id, err := s.DocID(uint64(sd.doc))
+		id, err := ws.segs[sd.seg].DocID(uint64(sd.doc))
 		if err != nil {
 			return nil, err
 		}
 		docs[k] = docHit{id: string(id), score: sd.score}
-		if !explain {
-			continue
-		}
-		h := &docs[k]
-		err = s.VisitDocument(uint64(sd.doc), func(field string, _ byte, value []byte, _ []uint64) bool {
-			switch field {
-			case fieldTitle:
-				h.title = string(value)
-			case fieldBody:
-				h.body = string(value)
-			}
-			return true
-		})
-		if err != nil {
-			return nil, err
-		}
 	}
 	return docs, nil
 }
 
 // docFilter is what a query's phrases and exclusions leave of each
-// segment's documents: those in every phrase (required, when there are
-// phrases) and not in any excluded one (excluded).
+// segment's documents: those holding every phrase's words (required, when
+// there are phrases) and no excluded word (excluded). An exclusion of
+// several positions is not in it: only the text can tell whether a
+// document holding its words holds it.
 type docFilter struct {
 	required []*roaring.Bitmap // by segment; nil slice: no phrase
 	excluded []*roaring.Bitmap // by segment; nil slice: no exclusion
@@ -980,10 +966,16 @@ func (f *docFilter) apply(i int, cand *roaring.Bitmap) *roaring.Bitmap {
 }
 
 // phraseFilter finds, with Bleve's searchers on snap (unscored), the
-// user's documents that hold every phrase of pq and those that hold any
-// excluded phrase; nil when pq has neither.
+// user's documents that hold every phrase's words and those that hold an
+// excluded word; nil when pq has neither.
 func phraseFilter(ctx context.Context, snap *scorch.IndexSnapshot, idx bleve.Index, userID string, pq parsedQuery) (*docFilter, error) {
-	if len(pq.Phrases) == 0 && len(pq.Exclude) == 0 {
+	var words []query.Query
+	for _, ph := range pq.Exclude {
+		if len(ph) == 1 {
+			words = append(words, ph.query(fieldText))
+		}
+	}
+	if len(pq.Phrases) == 0 && len(words) == 0 {
 		return nil, nil
 	}
 	f := &docFilter{}
@@ -997,12 +989,8 @@ func phraseFilter(ctx context.Context, snap *scorch.IndexSnapshot, idx bleve.Ind
 			return nil, err
 		}
 	}
-	if len(pq.Exclude) > 0 {
-		qs := make([]query.Query, len(pq.Exclude))
-		for i, ph := range pq.Exclude {
-			qs[i] = ph.query(fieldText)
-		}
-		q := query.NewConjunctionQuery([]query.Query{termQuery(fieldUser, userID), query.NewDisjunctionQuery(qs)})
+	if len(words) > 0 {
+		q := query.NewConjunctionQuery([]query.Query{termQuery(fieldUser, userID), query.NewDisjunctionQuery(words)})
 		if f.excluded, err = matching(ctx, snap, idx, q); err != nil {
 			return nil, err
 		}

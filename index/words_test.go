@@ -1,7 +1,6 @@
 package index
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -13,74 +12,73 @@ import (
 )
 
 // refIndex is the reference model of what Search computes, written from
-// the definition (scoring.go) and nothing of the evaluation: documents
-// are kept as analysed token streams, and every query is answered by
-// looking at every document of the index.
+// the definition (scoring.go, searchChunks) and nothing of the evaluation:
+// sessions are kept as analysed token streams, and every query is answered
+// by looking at every session of the index.
 type refIndex struct {
 	a      analysis.Analyzer
 	repeat int
-	docs   map[string]*refDoc // by Bleve document id, all users
+	docs   map[string]*refDoc // by session key, all users
 }
 
 type refDoc struct {
 	user, session string
-	ordinal       int
-	tf            map[string]int
-	at            map[int][]string // terms by position
-	length        int
+	text          refText   // the scored text: title repeat times, then body
+	title, body   refText   // for phrases, each on its own
+	chunks        []refText // with their ordinals
+}
+
+// refText is one analysed text.
+type refText struct {
+	ordinal int
+	tf      map[string]int
+	at      map[int][]string // terms by position
+	length  int
+}
+
+func (r *refIndex) analyse(ordinal int, text string) refText {
+	t := refText{ordinal: ordinal, tf: map[string]int{}, at: map[int][]string{}}
+	for _, tok := range r.a.Analyze([]byte(text)) {
+		t.tf[string(tok.Term)]++
+		t.at[tok.Position] = append(t.at[tok.Position], string(tok.Term))
+		t.length++
+	}
+	return t
 }
 
 func newRefIndex(a analysis.Analyzer, repeat int) *refIndex {
 	return &refIndex{a: a, repeat: repeat, docs: map[string]*refDoc{}}
 }
 
-func (r *refIndex) add(id, user, session string, ordinal int, text string) {
-	d := &refDoc{user: user, session: session, ordinal: ordinal, tf: map[string]int{}, at: map[int][]string{}}
-	for _, tok := range r.a.Analyze([]byte(text)) {
-		d.tf[string(tok.Term)]++
-		d.at[tok.Position] = append(d.at[tok.Position], string(tok.Term))
-		d.length++
-	}
-	r.docs[id] = d
-}
-
-// put mirrors Index.Put for one kind: kind Sessions keeps session
-// documents, Chunks chunk documents.
-func (r *refIndex) put(kind Kind, s Session) {
-	key := docKey(s.UserID, s.SessionID)
-	if kind == Sessions {
-		r.add(key, s.UserID, s.SessionID, -1, sessionText(s, r.repeat))
-		return
-	}
-	r.delete(s.UserID, s.SessionID)
+// put mirrors Index.Put.
+func (r *refIndex) put(s Session) {
+	d := &refDoc{user: s.UserID, session: s.SessionID, text: r.analyse(-1, sessionText(s, r.repeat)),
+		title: r.analyse(-1, s.Title), body: r.analyse(-1, s.Body)}
 	for _, c := range s.Chunks {
-		r.add(chunkID(key, c.Ordinal), s.UserID, s.SessionID, c.Ordinal, c.Text)
+		d.chunks = append(d.chunks, r.analyse(c.Ordinal, c.Text))
 	}
+	r.docs[docKey(s.UserID, s.SessionID)] = d
 }
 
 func (r *refIndex) delete(user, session string) {
-	for id, d := range r.docs {
-		if d.user == user && d.session == session {
-			delete(r.docs, id)
-		}
-	}
+	delete(r.docs, docKey(user, session))
 }
 
-// hasPhrase reports whether d holds ph: some position p where every
+// hasPhrase reports whether t holds ph: some position p where every
 // non-empty slot i has one of its alternatives at p+i.
-func (d *refDoc) hasPhrase(ph phrase) bool {
+func (t refText) hasPhrase(ph phrase) bool {
 	first := slices.IndexFunc(ph, func(alts []string) bool { return len(alts) > 0 })
 	if first < 0 {
 		return false
 	}
-	for pos := range d.at {
+	for pos := range t.at {
 		start := pos - first
 		all := true
 		for i, alts := range ph {
 			if len(alts) == 0 {
 				continue
 			}
-			if !slices.ContainsFunc(d.at[start+i], func(t string) bool { return slices.Contains(alts, t) }) {
+			if !slices.ContainsFunc(t.at[start+i], func(term string) bool { return slices.Contains(alts, term) }) {
 				all = false
 				break
 			}
@@ -92,20 +90,60 @@ func (d *refDoc) hasPhrase(ph phrase) bool {
 	return false
 }
 
-// search returns every hit of pq for user, best first (ties by session
-// id, then ordinal), scored by the definition; withPlan applies the
-// frequent-word plan, as Search does.
-func (r *refIndex) search(pq parsedQuery, user string, withPlan bool) []Hit {
-	n := uint64(len(r.docs))
+// hasWords reports whether t holds one alternative of every position of
+// ph, in any order: all an index without positions can tell.
+func (t refText) hasWords(ph phrase) bool {
+	any := false
+	for _, alts := range ph {
+		if len(alts) == 0 {
+			continue
+		}
+		any = true
+		if !slices.ContainsFunc(alts, func(term string) bool { return t.tf[term] > 0 }) {
+			return false
+		}
+	}
+	return any
+}
+
+// refMode says how the reference reads phrases and exclusions.
+type refMode int
+
+const (
+	exact    refMode = iota // phrases in the title or in the body (Search)
+	presence                // a phrase's words anywhere, one-word exclusions only (searchWords)
+)
+
+// stats returns the index's document count, document frequencies and
+// mean length.
+func (r *refIndex) stats() (n uint64, df map[string]uint64, avgdl float64) {
 	var total float64
-	df := map[string]uint64{}
+	df = map[string]uint64{}
 	for _, d := range r.docs {
-		total += float64(d.length)
-		for t := range d.tf {
+		total += float64(d.text.length)
+		for t := range d.text.tf {
 			df[t]++
 		}
 	}
-	avgdl := total / float64(n)
+	return uint64(len(r.docs)), df, total / float64(len(r.docs))
+}
+
+func refScore(terms []string, t refText, n uint64, df map[string]uint64, avgdl float64) float64 {
+	var score float64
+	for _, term := range terms {
+		if tf := float64(t.tf[term]); tf > 0 {
+			idf := math.Log(1 + (float64(n)-float64(df[term])+0.5)/(float64(df[term])+0.5))
+			score += idf * tf * (bm25K1 + 1) / (tf + bm25K1*(1-bm25B+bm25B*float64(t.length)/avgdl))
+		}
+	}
+	return score
+}
+
+// search returns every session hit of pq for user, best first (ties by
+// session id), scored by the definition; withPlan applies the
+// frequent-word plan, as Search does.
+func (r *refIndex) search(pq parsedQuery, user string, withPlan bool, mode refMode) []Hit {
+	n, df, avgdl := r.stats()
 	var plan wordsPlan
 	if withPlan && len(pq.Phrases) == 0 {
 		dfs := make([]uint64, len(pq.Terms))
@@ -119,38 +157,72 @@ func (r *refIndex) search(pq parsedQuery, user string, withPlan bool) []Hit {
 		if d.user != user {
 			continue
 		}
-		ok := len(pq.Phrases) > 0 || slices.ContainsFunc(pq.Terms, func(t string) bool { return d.tf[t] > 0 })
+		ok := len(pq.Phrases) > 0 || slices.ContainsFunc(pq.Terms, func(t string) bool { return d.text.tf[t] > 0 })
 		for _, ph := range pq.Phrases {
-			ok = ok && d.hasPhrase(ph)
-		}
-		for _, ph := range pq.Exclude {
-			ok = ok && !d.hasPhrase(ph)
-		}
-		if plan.selective != nil {
-			ok = ok && slices.ContainsFunc(pq.Terms, func(t string) bool { return plan.selective[t] && d.tf[t] > 0 })
-		}
-		if !ok {
-			continue
-		}
-		var score float64
-		for _, t := range pq.scoredTerms() {
-			if tf := float64(d.tf[t]); tf > 0 {
-				idf := math.Log(1 + (float64(n)-float64(df[t])+0.5)/(float64(df[t])+0.5))
-				score += idf * tf * (bm25K1 + 1) / (tf + bm25K1*(1-bm25B+bm25B*float64(d.length)/avgdl))
+			if mode == exact {
+				ok = ok && (d.title.hasPhrase(ph) || d.body.hasPhrase(ph))
+			} else {
+				ok = ok && d.text.hasWords(ph)
 			}
 		}
-		hits = append(hits, Hit{SessionID: d.session, Ordinal: d.ordinal, Score: score})
+		for _, ph := range pq.Exclude {
+			if mode == exact {
+				ok = ok && !d.title.hasPhrase(ph) && !d.body.hasPhrase(ph)
+			} else if len(ph) == 1 {
+				ok = ok && !d.text.hasWords(ph)
+			}
+		}
+		if plan.selective != nil {
+			ok = ok && slices.ContainsFunc(pq.Terms, func(t string) bool { return plan.selective[t] && d.text.tf[t] > 0 })
+		}
+		if ok {
+			hits = append(hits, Hit{SessionID: d.session, Ordinal: -1, Score: refScore(pq.scoredTerms(), d.text, n, df, avgdl)})
+		}
 	}
-	slices.SortFunc(hits, func(a, b Hit) int {
-		if c := cmp.Compare(b.Score, a.Score); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.SessionID, b.SessionID); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Ordinal, b.Ordinal)
-	})
+	sortHits(hits)
 	return hits
+}
+
+// chunks returns every chunk hit of pq for user that Search with limit
+// may return: the chunks of the best chunkSessions(limit) sessions for
+// pq's words and phrases' words, scored with the sessions' idf and the
+// mean chunk length, holding pq's phrases and none of its exclusions.
+// When sessions tie at that cut, Search reads any of them: the chunks of
+// them all are returned, and exact is false.
+func (r *refIndex) chunks(pq parsedQuery, user string, limit int) (hits []Hit, exact bool) {
+	n, df, _ := r.stats()
+	var chunks, length float64
+	for _, d := range r.docs {
+		for _, c := range d.chunks {
+			chunks++
+			length += float64(c.length)
+		}
+	}
+	avgdl := length / chunks
+	best := r.search(parsedQuery{Terms: pq.Terms, Phrases: pq.Phrases}, user, true, presence)
+	// Sessions tied with the last one read may be read in its place.
+	cut := min(len(best), chunkSessions(limit))
+	exact = true
+	for cut > 0 && cut < len(best) && math.Abs(best[cut].Score-best[cut-1].Score) <= 1e-9*best[cut-1].Score {
+		cut++
+		exact = false
+	}
+	for _, sh := range best[:cut] {
+		for _, c := range r.docs[docKey(user, sh.SessionID)].chunks {
+			ok := true
+			for _, ph := range pq.Phrases {
+				ok = ok && c.hasPhrase(ph)
+			}
+			for _, ph := range pq.Exclude {
+				ok = ok && !c.hasPhrase(ph)
+			}
+			if score := refScore(pq.scoredTerms(), c, n, df, avgdl); ok && score > 0 {
+				hits = append(hits, Hit{SessionID: sh.SessionID, Ordinal: c.ordinal, Score: score})
+			}
+		}
+	}
+	sortHits(hits)
+	return hits, exact
 }
 
 // sameHits compares Search's hits with limit with all the reference's:
@@ -199,7 +271,7 @@ func TestSearchMatchesReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ix.Close()
-	ref := map[Kind]*refIndex{Sessions: newRefIndex(ix.analyzer, ix.repeat), Chunks: newRefIndex(ix.analyzer, ix.repeat)}
+	ref := newRefIndex(ix.analyzer, ix.repeat)
 	s := newSynth(5)
 	users := []string{"alice", "bob", "carol"}
 	session := func(i int) Session {
@@ -222,8 +294,7 @@ func TestSearchMatchesReference(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, se := range batch {
-			ref[Sessions].put(Sessions, se)
-			ref[Chunks].put(Chunks, se)
+			ref.put(se)
 		}
 	}
 	texts := s.queries(30)
@@ -244,33 +315,41 @@ func TestSearchMatchesReference(t *testing.T) {
 			if err != nil {
 				continue
 			}
-			for _, kind := range []Kind{Sessions, Chunks} {
-				idx, lengths := ix.sessions, &ix.sessionLengths
-				if kind == Chunks {
-					idx, lengths = ix.chunks, &ix.chunkLengths
+			for k, user := range users {
+				// searchWords reads phrases as their words: every user's
+				// queries run on one goroutine and on several (the work
+				// split by segment and document range).
+				words := ref.search(pq, user, true, presence)
+				docs, total, err := searchWords(ctx, ix.sessions, &ix.sessionLengths, user, pq, MaxLimit, evaluation{workers: 1 + 2*(k%2), countAll: true})
+				if err != nil {
+					t.Fatal(err)
 				}
-				for k, user := range users {
-					want := ref[kind].search(pq, user, true)
-					// Every user's queries run on one goroutine and on
-					// several (the work split by segment and document range).
-					docs, total, err := searchWords(ctx, idx, lengths, user, pq, MaxLimit, false, evaluation{workers: 1 + 2*(k%2), countAll: true})
-					if err != nil {
-						t.Fatal(err)
+				if total != uint64(len(words)) {
+					t.Errorf("%s: %q %s: searchWords total %d, want %d", stage, text, user, total, len(words))
+				}
+				if len(docs) != min(len(words), MaxLimit) {
+					t.Errorf("%s: %q %s: searchWords gives %d documents, want %d", stage, text, user, len(docs), len(words))
+				}
+				want := ref.search(pq, user, true, exact)
+				got := search(t, ix, Query{UserID: user, Text: text, Limit: MaxLimit})
+				if err := sameHits(got, want, MaxLimit); err != nil {
+					t.Errorf("%s: %q sessions %s: %v", stage, text, user, err)
+				}
+				// A limit cuts the same ranking.
+				cut := search(t, ix, Query{UserID: user, Text: text, Limit: 3, Explain: true})
+				if err := sameHits(cut, want, 3); err != nil {
+					t.Errorf("%s: %q sessions %s limit 3: %v", stage, text, user, err)
+				}
+				for _, limit := range []int{3, MaxLimit} {
+					got := search(t, ix, Query{UserID: user, Text: text, Kind: Chunks, Limit: limit})
+					want, exact := ref.chunks(pq, user, limit)
+					if !exact && len(got) < min(limit, len(want)) {
+						want = slices.DeleteFunc(slices.Clone(want), func(w Hit) bool {
+							return !slices.ContainsFunc(got, func(g Hit) bool { return g.SessionID == w.SessionID && g.Ordinal == w.Ordinal })
+						})
 					}
-					if total != uint64(len(want)) {
-						t.Errorf("%s: %q %s %s: total %d, want %d", stage, text, kind, user, total, len(want))
-					}
-					got := search(t, ix, Query{UserID: user, Text: text, Kind: kind, Limit: MaxLimit})
-					if err := sameHits(got, want, MaxLimit); err != nil {
-						t.Errorf("%s: %q %s %s: %v", stage, text, kind, user, err)
-					}
-					if len(docs) != len(got) {
-						t.Errorf("%s: %q %s %s: searchWords gives %d documents, Search %d", stage, text, kind, user, len(docs), len(got))
-					}
-					// A limit cuts the same ranking.
-					cut := search(t, ix, Query{UserID: user, Text: text, Kind: kind, Limit: 3, Explain: true})
-					if err := sameHits(cut, want, 3); err != nil {
-						t.Errorf("%s: %q %s %s limit 3: %v", stage, text, kind, user, err)
+					if err := sameHits(got, want, limit); err != nil {
+						t.Errorf("%s: %q chunks %s limit %d: %v", stage, text, user, limit, err)
 					}
 				}
 			}
@@ -297,8 +376,7 @@ func TestSearchMatchesReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"s00003", "s00030", "s00300"} {
-		ref[Sessions].delete("alice", id)
-		ref[Chunks].delete("alice", id)
+		ref.delete("alice", id)
 	}
 	// Identical documents: the limit cuts through a run of equal scores.
 	var twins []Session

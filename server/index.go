@@ -26,11 +26,15 @@ func openIndex(ctx context.Context, dataDir string, st *kv.Store, log zerolog.Lo
 	// The index stores no text: snippets read it from the records.
 	opts := index.Options{Logger: log, Text: ingest.Texts{Store: st}}
 	idx, err := index.Open(dir, opts)
+	removed := false
 	if err != nil && statErr == nil {
+		// An index of an older format (index.ErrIncompatible) lands here
+		// too: an upgrade rebuilds the index on its own.
 		log.Warn().Err(err).Str("dir", dir).Msg("full-text index cannot be opened; rebuilding it from the records")
 		if rmErr := os.RemoveAll(dir); rmErr != nil {
 			return nil, false, fmt.Errorf("remove unreadable index %s: %w", dir, rmErr)
 		}
+		removed = true
 		idx, err = index.Open(dir, opts)
 	}
 	if err != nil {
@@ -44,7 +48,7 @@ func openIndex(ctx context.Context, dataDir string, st *kv.Store, log zerolog.Lo
 		idx.Close()
 		return nil, false, err
 	}
-	return idx, statErr != nil || state != "ready", nil
+	return idx, removed || statErr != nil || state != "ready", nil
 }
 
 // LogProgress returns a progress callback that logs at most every 2 seconds.

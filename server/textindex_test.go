@@ -351,3 +351,51 @@ func TestRestoreMarksIndexesStale(t *testing.T) {
 		return nil
 	})
 }
+
+// An index that cannot be opened (damaged, or written in an older format by
+// an earlier version) is removed and rebuilt from the records, even when kv
+// says the index was complete.
+func TestUnreadableIndexIsRebuilt(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := OpenStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	idx, rebuild, err := openIndex(ctx, dir, st, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx.Close()
+	if !rebuild {
+		t.Error("a new index directory is not rebuilt")
+	}
+	if err := setState(ctx, st, TextBleve, "ready"); err != nil {
+		t.Fatal(err)
+	}
+	idx, rebuild, err = openIndex(ctx, dir, st, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx.Close()
+	if rebuild {
+		t.Error("a complete, readable index is rebuilt")
+	}
+	// Damage the index: its sessions index becomes a plain file.
+	sessions := filepath.Join(dir, "index", "sessions.bleve")
+	if err := os.RemoveAll(sessions); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(sessions, []byte("not an index"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	idx, rebuild, err = openIndex(ctx, dir, st, zerolog.Nop())
+	if err != nil {
+		t.Fatalf("open a damaged index: %v", err)
+	}
+	defer idx.Close()
+	if !rebuild {
+		t.Error("a damaged index that was replaced by an empty one is not rebuilt")
+	}
+}
