@@ -286,8 +286,8 @@ func LoadMarkdown(r *LoadResult) string {
 	}
 	if len(r.Steps) > 0 && r.Steps[0].PerSession != nil {
 		b.WriteString("\nDisk per session, against the data: the raw payload is the JSON the sync API received, the searchable " +
-			"text the title and message text the index scores (once). Records are the bbolt file, the index both Bleve indexes " +
-			"(sessions and chunks), vectors what the vector store keeps in the data directory.\n\n" +
+			"text the title and message text the index scores (once). Records are the bbolt file, the index the Bleve index " +
+			"(or, in Weaviate mode, the launched Weaviate's data), vectors what the vector store keeps in the data directory.\n\n" +
 			"| sessions | raw payload KiB | searchable text KiB | records KiB (× raw) | index KiB (× text) | vectors KiB | total KiB |\n" +
 			"|---|---|---|---|---|---|---|\n")
 		for _, s := range r.Steps {

@@ -16,8 +16,11 @@ import (
 // TextIndex is the write side of the full-text index the pipeline feeds.
 // *index.Index satisfies it.
 type TextIndex interface {
-	// Put writes session and chunk documents (rebuilds); PutSessions and
-	// PutChunks write one kind each (the two queues).
+	// Put writes everything of a session (rebuilds); PutSessions writes
+	// what full-text search reads (the search queue), PutChunks what
+	// only context reads (the chunk queue). The Bleve index writes all in
+	// PutSessions (its chunks are scored from the records) and nothing in
+	// PutChunks; the Weaviate text index writes chunk objects there.
 	Put(ctx context.Context, sessions []index.Session) error
 	PutSessions(ctx context.Context, sessions []index.Session) error
 	PutChunks(ctx context.Context, sessions []index.Session) error
@@ -73,12 +76,11 @@ type PipelineOptions struct {
 // queues. A write puts its session on the search queue; a step of that
 // queue writes the session documents (what full-text search reads) and, in
 // the transaction that clears the entries, passes the sessions on to the
-// chunk queue. A step of the chunk queue writes the chunk documents (what
-// context retrieval reads) and runs the stages (embeddings, for semantic
-// search), and runs only when the search queue is empty. Session documents
-// cost less than half of the full-text indexing, so a bulk import that
-// outruns the indexer delays context and semantic search, not full-text
-// search; live traffic keeps both queues near empty.
+// chunk queue. A step of the chunk queue writes the chunk documents, where
+// the text index has them (Weaviate), and runs the stages (embeddings,
+// for semantic search), and runs only when the search queue is empty. A
+// bulk import that outruns the indexer therefore delays semantic search,
+// not full-text search; live traffic keeps both queues near empty.
 //
 // Live writes (kv's MarkLive: the plugins' single-entry syncs and small
 // batches) are also put on each queue's live lane, and a step takes only
@@ -321,7 +323,7 @@ func (p *Pipeline) DrainOnce(ctx context.Context) (int, error) {
 }
 
 // drain does one step of queue q: a search step writes session documents,
-// a chunk step writes chunk documents and runs the stages.
+// a chunk step writes chunk documents (PutChunks) and runs the stages.
 func (p *Pipeline) drain(ctx context.Context, q kv.Queue) (int, error) {
 	var dirty []kv.Dirty
 	var docs []Doc
