@@ -35,8 +35,9 @@ var (
 	bucketSessions         = []byte("sessions")           // uid+sid -> Session
 	bucketExternal         = []byte("sessext")            // uid+externalId -> sid
 	bucketOrder            = []byte("sessorder")          // uid+updatedAt(8, big endian)+sid -> nil
-	bucketMessages         = []byte("messages")           // uid+sid+seq(8) -> Message
-	bucketMsgExt           = []byte("msgext")             // uid+sid+externalId -> seq(8)
+	bucketSessionNum       = []byte("sessnum")            // uid+sid -> number(8): its messages' key prefix is uid+number (msgkeys.go)
+	bucketMessages         = []byte("messages")           // uid+number(8)+seq(8) -> Message; uid+sid+seq(8) in older files
+	bucketMsgExt           = []byte("msgext")             // uid+number(8)+externalId -> seq(8); uid+sid+externalId in older files
 	bucketOutbox           = []byte("outbox")             // uid+sid -> version(8) | since(8, Unix ns): SearchQueue
 	bucketOutboxChunks     = []byte("outbox.chunks")      // same layout: ChunkQueue
 	bucketOutboxLive       = []byte("outbox.live")        // uid+sid -> version(8) of its newest live write: SearchQueue's live lane
@@ -46,7 +47,7 @@ var (
 )
 
 var allBuckets = [][]byte{bucketUsers, bucketUserNames, bucketKeys, bucketSessions, bucketExternal,
-	bucketOrder, bucketMessages, bucketMsgExt, bucketOutbox, bucketOutboxChunks, bucketOutboxLive, bucketOutboxChunksLive, bucketPurge, bucketMeta, bucketWebSessions}
+	bucketOrder, bucketSessionNum, bucketMessages, bucketMsgExt, bucketOutbox, bucketOutboxChunks, bucketOutboxLive, bucketOutboxChunksLive, bucketPurge, bucketMeta, bucketWebSessions}
 
 // Options configures Open.
 type Options struct {
@@ -352,6 +353,8 @@ type Tx struct {
 	tx    *bolt.Tx
 	codec *codec
 	begun time.Time // when View was called (zero in write transactions)
+	// prefixes caches msgPrefix in write transactions: uid+sid -> prefix.
+	prefixes map[string][]byte
 }
 
 func (tx *Tx) bucket(name []byte) *bolt.Bucket { return tx.tx.Bucket(name) }
