@@ -3,7 +3,6 @@ package kv
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -80,9 +79,9 @@ func (s *Store) Check() error {
 			})
 		}
 		_ = tx.bucket(bucketSessions).ForEach(func(k, v []byte) error {
-			var s Session
-			if err := json.Unmarshal(v, &s); err != nil {
-				fail("session %x: %v", k, err)
+			s, err := tx.decodeSession(k, v)
+			if err != nil {
+				fail("%v", err)
 				return nil
 			}
 			if s.Deleted {

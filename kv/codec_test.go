@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -320,6 +321,22 @@ func TestOlderKeyLayout(t *testing.T) {
 	if got := readMessages(t, st, u.ID, old.ID); !reflect.DeepEqual(got, oldMsgs) {
 		t.Errorf("older session read back:\n%+v\nwant\n%+v", got, oldMsgs)
 	}
+	sessionIs := func(st *kv.Store, want kv.Session, when string) {
+		t.Helper()
+		var listed []kv.Session
+		if err := st.View(ctx, func(tx *kv.Tx) error {
+			if got, err := tx.Session(want.UserID, want.ID); err != nil || !reflect.DeepEqual(got, want) {
+				t.Errorf("%s: Session = %+v, %v; want %+v", when, got, err, want)
+			}
+			return tx.Sessions(want.UserID, func(s kv.Session) error { listed = append(listed, s); return nil })
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(listed, func(s kv.Session) bool { return reflect.DeepEqual(s, want) }) {
+			t.Errorf("%s: Sessions lists %+v, want it to hold %+v", when, listed, want)
+		}
+	}
+	sessionIs(st, old, "older record")
 	// A message added to the older session, and a session of this version.
 	body := prose(2)
 	added := kv.Message{ID: kv.NewID(), UserID: u.ID, SessionID: old.ID, Seq: 2, ExternalID: "m2", Role: "user",
@@ -361,6 +378,8 @@ func TestOlderKeyLayout(t *testing.T) {
 	if got := readMessages(t, st, u.ID, cur.ID); !reflect.DeepEqual(got, curMsgs) {
 		t.Errorf("new session read back differently")
 	}
+	sessionIs(st, old, "older session rewritten")
+	sessionIs(st, cur, "new session")
 	if err := st.Check(); err != nil {
 		t.Errorf("Check with both layouts: %v", err)
 	}
@@ -376,6 +395,12 @@ func TestOlderKeyLayout(t *testing.T) {
 		}
 		if k := r.msgKey(u.ID, cur.ID, 0); len(k) != kv.IDLen+16 || r.bucket("messages").Get(k) == nil {
 			t.Errorf("new session's first message is not under uid + number + seq (%x)", k)
+		}
+		// Session records are stored without the ids their key holds.
+		for _, id := range []string{old.ID, cur.ID} {
+			if v := r.bucket("sessions").Get([]byte(u.ID + id)); len(v) == 0 || bytes.Contains(v, []byte(id)) || bytes.Contains(v, []byte(u.ID)) {
+				t.Errorf("session record %q holds its ids (or is missing)", v)
+			}
 		}
 		return nil
 	})

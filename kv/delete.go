@@ -28,7 +28,7 @@ func (tx *Tx) DeleteSession(userID, sessionID string) error {
 	s.Deleted = true
 	// Keep nothing readable on the tombstone but what purging needs.
 	s = Session{ID: s.ID, UserID: s.UserID, ExternalID: s.ExternalID, Deleted: true, UpdatedAt: s.UpdatedAt, MessageCount: s.MessageCount}
-	if err := put(tx.bucket(bucketSessions), cat(uid, sid), s); err != nil {
+	if err := tx.putSessionRecord(&s); err != nil {
 		return err
 	}
 	if err := tx.bucket(bucketPurge).Put(cat(uid, sid), nil); err != nil {

@@ -16,7 +16,7 @@ func (tx *Tx) PutSessionEval(userID, id string, e Eval) (Session, error) {
 		return Session{}, err
 	}
 	s.Eval = e
-	if err := put(tx.bucket(bucketSessions), cat([]byte(userID), []byte(id)), s); err != nil {
+	if err := tx.putSessionRecord(&s); err != nil {
 		return Session{}, err
 	}
 	return s, nil

@@ -148,11 +148,46 @@ func (tx *Tx) Session(userID, id string) (Session, error) {
 	if len(id) != IDLen {
 		return Session{}, ErrNotFound
 	}
-	s, err := get[Session](tx.bucket(bucketSessions), cat([]byte(userID), []byte(id)))
+	s, err := tx.getSession(cat([]byte(userID), []byte(id)))
 	if err == nil && s.Deleted {
 		return Session{}, ErrNotFound
 	}
 	return s, err
+}
+
+// getSession reads the session record stored under key (uid+sid).
+func (tx *Tx) getSession(key []byte) (Session, error) {
+	v := tx.bucket(bucketSessions).Get(key)
+	if v == nil {
+		return Session{}, ErrNotFound
+	}
+	return tx.decodeSession(key, v)
+}
+
+// decodeSession reads the session record v stored under key. Session
+// records are stored like message records (compressed, see codec.go) and
+// without the ids the key holds; those of older files are plain JSON with
+// the ids inside.
+func (tx *Tx) decodeSession(key, v []byte) (Session, error) {
+	var s Session
+	if err := tx.codec.decode(v, &s); err != nil {
+		return s, fmt.Errorf("decode session %x: %w", key, err)
+	}
+	if s.ID == "" && s.UserID == "" && len(key) == 2*IDLen {
+		s.UserID, s.ID = string(key[:IDLen]), string(key[IDLen:])
+	}
+	return s, nil
+}
+
+// putSessionRecord writes the session record alone (no index entries).
+func (tx *Tx) putSessionRecord(s *Session) error {
+	stored := *s
+	stored.ID, stored.UserID = "", ""
+	v, err := tx.codec.encode(&stored)
+	if err != nil {
+		return err
+	}
+	return tx.bucket(bucketSessions).Put(cat([]byte(s.UserID), []byte(s.ID)), v)
 }
 
 // PutSession inserts or replaces a session and maintains its external-id and
@@ -169,7 +204,7 @@ func (tx *Tx) PutSession(s *Session, prevUpdatedAt int64) error {
 	if _, err := tx.msgPrefix(s.UserID, s.ID, true); err != nil {
 		return err
 	}
-	if err := put(tx.bucket(bucketSessions), cat(uid, sid), s); err != nil {
+	if err := tx.putSessionRecord(s); err != nil {
 		return err
 	}
 	if err := tx.bucket(bucketExternal).Put(cat(uid, []byte(s.ExternalID)), sid); err != nil {
@@ -209,10 +244,9 @@ func (tx *Tx) RecentSessions(userID string, from Position, fn func(Session) bool
 	} else {
 		k, _ = c.Prev()
 	}
-	sessions := tx.bucket(bucketSessions)
 	for ; k != nil && bytes.HasPrefix(k, uid); k, _ = c.Prev() {
 		sid := k[len(uid)+8:]
-		s, err := get[Session](sessions, cat(uid, sid))
+		s, err := tx.getSession(cat(uid, sid))
 		if err != nil {
 			return fmt.Errorf("session %s in order index: %w", sid, err)
 		}
@@ -229,9 +263,9 @@ func (tx *Tx) Sessions(userID string, fn func(Session) error) error {
 	uid := []byte(userID)
 	c := tx.bucket(bucketSessions).Cursor()
 	for k, v := c.Seek(uid); k != nil && bytes.HasPrefix(k, uid); k, v = c.Next() {
-		var s Session
-		if err := json.Unmarshal(v, &s); err != nil {
-			return fmt.Errorf("decode session %s: %w", k[IDLen:], err)
+		s, err := tx.decodeSession(k, v)
+		if err != nil {
+			return err
 		}
 		if s.Deleted {
 			continue
