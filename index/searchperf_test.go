@@ -37,7 +37,7 @@ import (
 // way the ingest pipeline does (user text and assistant text parts, grouped
 // in exchanges; tool calls and results left out) and spread over 4 users in
 // the load bench's batches of about 500 messages. Only session documents
-// are written: Kind Sessions never reads the chunks index.
+// are written (with their chunk statistics).
 func TestSearchPerf(t *testing.T) {
 	dir := os.Getenv("HINDSIGHT_SEARCHPERF_DIR")
 	if dir == "" {

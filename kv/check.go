@@ -2,7 +2,7 @@ package kv
 
 import (
 	"bytes"
-	"encoding/json"
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -21,39 +21,67 @@ func (s *Store) Check() error {
 		fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 		users := tx.bucket(bucketUsers)
 		owned := func(bucket []byte, minLen int) {
-			_ = tx.bucket(bucket).ForEach(func(k, _ []byte) error {
+			b := tx.bucket(bucket)
+			if b == nil { // a bucket of a newer version, in a read-only file of an older one
+				return
+			}
+			_ = b.ForEach(func(k, _ []byte) error {
 				if len(k) < minLen || users.Get(k[:IDLen]) == nil {
 					fail("%s: key %q has no owning user", bucket, k)
 				}
 				return nil
 			})
 		}
-		for _, b := range [][]byte{bucketSessions, bucketExternal, bucketOrder, bucketMessages, bucketMsgExt, bucketOutbox, bucketOutboxChunks} {
+		for _, b := range [][]byte{bucketSessions, bucketExternal, bucketOrder, bucketSessionNum, bucketMessages, bucketMsgExt, bucketOutbox, bucketOutboxChunks} {
 			owned(b, IDLen)
 		}
 		counts := map[string]int64{}
+		byNum := tx.sessionsByNum()
 		_ = tx.bucket(bucketMessages).ForEach(func(k, v []byte) error {
-			m, err := tx.decodeMessage(k, v)
+			var owner string // uid + sid
+			switch len(k) {
+			case 2*IDLen + 8: // a key of an older version
+				owner = string(k[:2*IDLen])
+			case IDLen + 16:
+				owner = byNum[binary.BigEndian.Uint64(k[IDLen:])]
+				if len(owner) != 2*IDLen || owner[:IDLen] != string(k[:IDLen]) {
+					fail("message %x: its session number names no session of its user", k)
+					return nil
+				}
+			default:
+				fail("message key %x malformed", k)
+				return nil
+			}
+			uid, sid := owner[:IDLen], owner[IDLen:]
+			m, err := tx.decodeMessage(uid, sid, k, v)
 			if err != nil {
 				fail("%v", err)
 				return nil
 			}
-			if !bytes.Equal(k, msgKey(m.UserID, m.SessionID, m.Seq)) {
+			if prefix, err := tx.msgPrefix(uid, sid, false); err != nil || !bytes.Equal(k, msgKey(prefix, m.Seq)) {
 				fail("message %x stored under the wrong key", k)
 			}
 			if seq, ok := tx.MessageSeq(m.UserID, m.SessionID, m.ExternalID); !ok || seq != m.Seq {
 				fail("message %s: externalId index missing or stale", m.ID)
 			}
-			if tx.bucket(bucketSessions).Get(cat([]byte(m.UserID), []byte(m.SessionID))) == nil {
+			if tx.bucket(bucketSessions).Get([]byte(owner)) == nil {
 				fail("message %s belongs to no session", m.ID)
 			}
-			counts[m.UserID+m.SessionID]++
+			counts[owner]++
 			return nil
 		})
+		if nums := tx.bucket(bucketSessionNum); nums != nil {
+			_ = nums.ForEach(func(k, v []byte) error {
+				if len(v) != 8 || tx.bucket(bucketSessions).Get(k) == nil {
+					fail("session number %x of %q names no session", v, k)
+				}
+				return nil
+			})
+		}
 		_ = tx.bucket(bucketSessions).ForEach(func(k, v []byte) error {
-			var s Session
-			if err := json.Unmarshal(v, &s); err != nil {
-				fail("session %x: %v", k, err)
+			s, err := tx.decodeSession(k, v)
+			if err != nil {
+				fail("%v", err)
 				return nil
 			}
 			if s.Deleted {

@@ -28,7 +28,7 @@ func (tx *Tx) DeleteSession(userID, sessionID string) error {
 	s.Deleted = true
 	// Keep nothing readable on the tombstone but what purging needs.
 	s = Session{ID: s.ID, UserID: s.UserID, ExternalID: s.ExternalID, Deleted: true, UpdatedAt: s.UpdatedAt, MessageCount: s.MessageCount}
-	if err := put(tx.bucket(bucketSessions), cat(uid, sid), s); err != nil {
+	if err := tx.putSessionRecord(&s); err != nil {
 		return err
 	}
 	if err := tx.bucket(bucketPurge).Put(cat(uid, sid), nil); err != nil {
@@ -58,13 +58,20 @@ func (s *Store) PurgeStep(ctx context.Context, limit int) (int, error) {
 				continue
 			}
 			key := bytes.Clone(k)
-			n, done, err := tx.purgeMessages(key, limit-removed)
+			prefix, err := tx.msgPrefix(string(key[:IDLen]), string(key[IDLen:]), false)
+			if err != nil {
+				return err
+			}
+			n, done, err := tx.purgeMessages(prefix, limit-removed)
 			if err != nil {
 				return err
 			}
 			removed += n
 			if !done {
 				break
+			}
+			if err := tx.forgetNum(key); err != nil {
+				return err
 			}
 			if err := tx.bucket(bucketSessions).Delete(key); err != nil {
 				return err
@@ -82,8 +89,8 @@ func (s *Store) PurgeStep(ctx context.Context, limit int) (int, error) {
 	return removed, nil
 }
 
-// purgeMessages deletes up to limit messages of the session uid+sid and
-// reports whether none are left.
+// purgeMessages deletes up to limit messages and msgext entries of the
+// session whose keys start with prefix and reports whether none are left.
 func (tx *Tx) purgeMessages(prefix []byte, limit int) (int, bool, error) {
 	msgs, ext := tx.bucket(bucketMessages), tx.bucket(bucketMsgExt)
 	n := 0

@@ -3,9 +3,11 @@
 //
 // # Basics
 //
-// Every record is JSON in a bucket; message records, most of the file, are
-// stored zstd-compressed (see codec.go: a format byte keeps records of older
-// files readable). Reads go through [Store.View]; writes go
+// Every record is JSON in a bucket; message and session records, most of
+// the file, are stored zstd-compressed (see codec.go: a format byte keeps
+// records of older files readable), and a session's messages are keyed by a
+// number given to the session, so they are written in key order
+// (msgkeys.go). Reads go through [Store.View]; writes go
 // through [Store.Commit], which group-commits concurrent writers into one bbolt
 // transaction (one fsync for many callers). When Commit returns nil the write is
 // on disk. A callback that fails or panics fails its own write only: the

@@ -16,7 +16,7 @@ func (tx *Tx) PutSessionEval(userID, id string, e Eval) (Session, error) {
 		return Session{}, err
 	}
 	s.Eval = e
-	if err := put(tx.bucket(bucketSessions), cat([]byte(userID), []byte(id)), s); err != nil {
+	if err := tx.putSessionRecord(&s); err != nil {
 		return Session{}, err
 	}
 	return s, nil
@@ -27,13 +27,13 @@ func (tx *Tx) PutSessionEval(userID, id string, e Eval) (Session, error) {
 // Readers that must not hold a transaction for long (exports streaming to a
 // slow client) read a session in chunks with it, one short transaction each.
 func (tx *Tx) MessagesFrom(userID, sessionID string, from uint64, fn func(Message) error) error {
-	prefix := cat([]byte(userID), []byte(sessionID))
-	if len(prefix) != 2*IDLen {
+	prefix, err := tx.msgPrefix(userID, sessionID, false)
+	if err != nil {
 		return nil
 	}
 	c := tx.bucket(bucketMessages).Cursor()
-	for k, v := c.Seek(cat(prefix, u64(from))); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		m, err := tx.decodeMessage(k, v)
+	for k, v := c.Seek(msgKey(prefix, from)); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		m, err := tx.decodeMessage(userID, sessionID, k, v)
 		if err != nil {
 			return err
 		}

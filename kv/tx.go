@@ -148,11 +148,46 @@ func (tx *Tx) Session(userID, id string) (Session, error) {
 	if len(id) != IDLen {
 		return Session{}, ErrNotFound
 	}
-	s, err := get[Session](tx.bucket(bucketSessions), cat([]byte(userID), []byte(id)))
+	s, err := tx.getSession(cat([]byte(userID), []byte(id)))
 	if err == nil && s.Deleted {
 		return Session{}, ErrNotFound
 	}
 	return s, err
+}
+
+// getSession reads the session record stored under key (uid+sid).
+func (tx *Tx) getSession(key []byte) (Session, error) {
+	v := tx.bucket(bucketSessions).Get(key)
+	if v == nil {
+		return Session{}, ErrNotFound
+	}
+	return tx.decodeSession(key, v)
+}
+
+// decodeSession reads the session record v stored under key. Session
+// records are stored like message records (compressed, see codec.go) and
+// without the ids the key holds; those of older files are plain JSON with
+// the ids inside.
+func (tx *Tx) decodeSession(key, v []byte) (Session, error) {
+	var s Session
+	if err := tx.codec.decode(v, &s); err != nil {
+		return s, fmt.Errorf("decode session %x: %w", key, err)
+	}
+	if s.ID == "" && s.UserID == "" && len(key) == 2*IDLen {
+		s.UserID, s.ID = string(key[:IDLen]), string(key[IDLen:])
+	}
+	return s, nil
+}
+
+// putSessionRecord writes the session record alone (no index entries).
+func (tx *Tx) putSessionRecord(s *Session) error {
+	stored := *s
+	stored.ID, stored.UserID = "", ""
+	v, err := tx.codec.encode(&stored)
+	if err != nil {
+		return err
+	}
+	return tx.bucket(bucketSessions).Put(cat([]byte(s.UserID), []byte(s.ID)), v)
 }
 
 // PutSession inserts or replaces a session and maintains its external-id and
@@ -163,7 +198,13 @@ func (tx *Tx) PutSession(s *Session, prevUpdatedAt int64) error {
 	if len(uid) != IDLen || len(sid) != IDLen {
 		return fmt.Errorf("put session: malformed ids %q/%q", s.UserID, s.ID)
 	}
-	if err := put(tx.bucket(bucketSessions), cat(uid, sid), s); err != nil {
+	// A new session is numbered before its record exists (ingest writes
+	// its messages first, or none yet): a record without a number is one
+	// of an older version.
+	if _, err := tx.msgPrefix(s.UserID, s.ID, true); err != nil {
+		return err
+	}
+	if err := tx.putSessionRecord(s); err != nil {
 		return err
 	}
 	if err := tx.bucket(bucketExternal).Put(cat(uid, []byte(s.ExternalID)), sid); err != nil {
@@ -203,10 +244,9 @@ func (tx *Tx) RecentSessions(userID string, from Position, fn func(Session) bool
 	} else {
 		k, _ = c.Prev()
 	}
-	sessions := tx.bucket(bucketSessions)
 	for ; k != nil && bytes.HasPrefix(k, uid); k, _ = c.Prev() {
 		sid := k[len(uid)+8:]
-		s, err := get[Session](sessions, cat(uid, sid))
+		s, err := tx.getSession(cat(uid, sid))
 		if err != nil {
 			return fmt.Errorf("session %s in order index: %w", sid, err)
 		}
@@ -223,9 +263,9 @@ func (tx *Tx) Sessions(userID string, fn func(Session) error) error {
 	uid := []byte(userID)
 	c := tx.bucket(bucketSessions).Cursor()
 	for k, v := c.Seek(uid); k != nil && bytes.HasPrefix(k, uid); k, v = c.Next() {
-		var s Session
-		if err := json.Unmarshal(v, &s); err != nil {
-			return fmt.Errorf("decode session %s: %w", k[IDLen:], err)
+		s, err := tx.decodeSession(k, v)
+		if err != nil {
+			return err
 		}
 		if s.Deleted {
 			continue
@@ -250,13 +290,18 @@ func (tx *Tx) ExternalSessionIDs(userID string) []string {
 
 // --- messages ---
 
-func msgKey(userID, sessionID string, seq uint64) []byte {
-	return cat([]byte(userID), []byte(sessionID), u64(seq))
+// msgKey is the key of message seq of the session whose prefix is prefix.
+func msgKey(prefix []byte, seq uint64) []byte {
+	return cat(prefix, u64(seq))
 }
 
 // MessageSeq maps a message externalId within a session to its sequence number.
 func (tx *Tx) MessageSeq(userID, sessionID, externalID string) (uint64, bool) {
-	v := tx.bucket(bucketMsgExt).Get(cat([]byte(userID), []byte(sessionID), []byte(externalID)))
+	prefix, err := tx.msgPrefix(userID, sessionID, false)
+	if err != nil {
+		return 0, false
+	}
+	v := tx.bucket(bucketMsgExt).Get(cat(prefix, []byte(externalID)))
 	if len(v) != 8 {
 		return 0, false
 	}
@@ -265,18 +310,23 @@ func (tx *Tx) MessageSeq(userID, sessionID, externalID string) (uint64, bool) {
 
 // Message returns one message by sequence number.
 func (tx *Tx) Message(userID, sessionID string, seq uint64) (Message, error) {
-	k := msgKey(userID, sessionID, seq)
+	prefix, err := tx.msgPrefix(userID, sessionID, false)
+	if err != nil {
+		return Message{}, ErrNotFound
+	}
+	k := msgKey(prefix, seq)
 	v := tx.bucket(bucketMessages).Get(k)
 	if v == nil {
 		return Message{}, ErrNotFound
 	}
-	return tx.decodeMessage(k, v)
+	return tx.decodeMessage(userID, sessionID, k, v)
 }
 
 // PutMessage inserts or replaces a message and its externalId index entry.
 func (tx *Tx) PutMessage(m *Message) error {
-	if len(m.UserID) != IDLen || len(m.SessionID) != IDLen {
-		return fmt.Errorf("put message: malformed ids %q/%q", m.UserID, m.SessionID)
+	prefix, err := tx.msgPrefix(m.UserID, m.SessionID, true)
+	if err != nil {
+		return fmt.Errorf("put message: %w", err)
 	}
 	// The owner and the session are in the key: their ids, random and so
 	// incompressible, are not repeated in every record.
@@ -286,42 +336,29 @@ func (tx *Tx) PutMessage(m *Message) error {
 	if err != nil {
 		return err
 	}
-	if err := tx.bucket(bucketMessages).Put(msgKey(m.UserID, m.SessionID, m.Seq), v); err != nil {
+	if err := tx.bucket(bucketMessages).Put(msgKey(prefix, m.Seq), v); err != nil {
 		return err
 	}
-	return tx.bucket(bucketMsgExt).Put(cat([]byte(m.UserID), []byte(m.SessionID), []byte(m.ExternalID)), u64(m.Seq))
+	return tx.bucket(bucketMsgExt).Put(cat(prefix, []byte(m.ExternalID)), u64(m.Seq))
 }
 
-// decodeMessage reads the message record v stored under key k. Records
-// written without their owner and session ids take them from the key.
-func (tx *Tx) decodeMessage(k, v []byte) (Message, error) {
+// decodeMessage reads the message record v of the user's session stored
+// under key k. Records written without their owner and session ids take
+// them from the caller.
+func (tx *Tx) decodeMessage(userID, sessionID string, k, v []byte) (Message, error) {
 	var m Message
 	if err := tx.codec.decode(v, &m); err != nil {
 		return m, fmt.Errorf("decode message %x: %w", k, err)
 	}
-	if m.UserID == "" && m.SessionID == "" && len(k) == 2*IDLen+8 {
-		m.UserID, m.SessionID = string(k[:IDLen]), string(k[IDLen:2*IDLen])
+	if m.UserID == "" && m.SessionID == "" {
+		m.UserID, m.SessionID = userID, sessionID
 	}
 	return m, nil
 }
 
 // Messages calls fn for each message of a session in creation order.
 func (tx *Tx) Messages(userID, sessionID string, fn func(Message) error) error {
-	prefix := cat([]byte(userID), []byte(sessionID))
-	if len(prefix) != 2*IDLen {
-		return nil
-	}
-	c := tx.bucket(bucketMessages).Cursor()
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		m, err := tx.decodeMessage(k, v)
-		if err != nil {
-			return err
-		}
-		if err := fn(m); err != nil {
-			return err
-		}
-	}
-	return nil
+	return tx.MessagesFrom(userID, sessionID, 0, fn)
 }
 
 // --- outbox ---
