@@ -175,6 +175,7 @@ func (ix *Index) searchSessions(ctx context.Context, q Query, pq parsedQuery, li
 		if err != nil {
 			return nil, 0, err
 		}
+		terms := pq.matchTerms()
 		kept := hits[:0]
 		for _, h := range hits {
 			s, ok := texts[h.SessionID]
@@ -185,7 +186,7 @@ func (ix *Index) searchSessions(ctx context.Context, q Query, pq parsedQuery, li
 				if err := ctx.Err(); err != nil {
 					return nil, 0, err
 				}
-				h.Snippet, h.MatchedIn = explain(ix.analyzer, pq.matchTerms(), s.Title, s.Body)
+				h.Snippet, h.MatchedIn = explain(ix.analyzer, terms, s.Title, s.Body)
 			}
 			kept = append(kept, h)
 		}
@@ -276,6 +277,7 @@ func (ix *Index) searchChunks(ctx context.Context, q Query, pq parsedQuery, limi
 		slot[t] = j
 	}
 	check := len(pq.Phrases) > 0 || len(pq.Exclude) > 0
+	marked := pq.matchTerms()
 	tf := make([]float64, len(terms))
 	var hits []Hit
 	var total uint64
@@ -306,7 +308,7 @@ func (ix *Index) searchChunks(ctx context.Context, q Query, pq parsedQuery, limi
 			total++
 			h := Hit{SessionID: sh.SessionID, Ordinal: c.Ordinal, Score: score}
 			if q.Explain {
-				h.Snippet, h.MatchedIn = explain(ix.analyzer, pq.matchTerms(), "", c.Text)
+				h.Snippet, h.MatchedIn = explain(ix.analyzer, marked, "", c.Text)
 			}
 			hits = append(hits, h)
 		}
