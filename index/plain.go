@@ -62,11 +62,6 @@ func (p *Plain) Put(ctx context.Context, sessions []Session) error {
 	return nil
 }
 
-// Count returns the number of session documents.
-func (p *Plain) Count() (uint64, error) {
-	return p.sessions.DocCount()
-}
-
 // Close closes the index.
 func (p *Plain) Close() error {
 	return p.sessions.Close()
