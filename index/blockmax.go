@@ -17,50 +17,88 @@ import (
 // common word. termBlocks is a term's postings in one segment decoded once
 // into a form that can be read anywhere: the postings cut into blocks of
 // blockSize document numbers, each with the largest term-frequency part
-// of BM25 its postings reach (its block maximum). Queries (scoreBest)
-// then score only the blocks whose maxima can still reach the limit-th
-// score, the most promising first.
+// of BM25 its postings reach (its block maximum) and a mask of the
+// documents that hold the term. Queries (scoreBest) then score only the
+// blocks whose maxima can still reach the limit-th score, the most
+// promising first, and find a document's posting in a block with a bit
+// test and a count of the bits below it.
 //
 // Segments are immutable (deletions only hide documents, so a maximum over
 // all of a segment's postings still bounds the live ones), so the blocks
 // are built on a term's first query in a segment and kept in a blockCache,
-// bounded in bytes, until they are the least recently used.
+// bounded in bytes, until they are the least recently used. So are each
+// segment's document lengths and each user's documents (userMasks): a
+// query on warm caches reads no dictionary and decodes no posting list.
 const (
+	// A block is one uint64 of a bitmap: its masks are single words.
 	blockShift = 6
 	blockSize  = 1 << blockShift
 	blockMask  = blockSize - 1
-	blockWords = blockSize / 64 // words of a block's candidate bitmap
 	// blockCacheBytes bounds the memory of one index's cached blocks.
-	// A cached posting costs 2 bytes, a block 8 (see termBlocks.size).
 	blockCacheBytes = 128 << 20
-	// minCachedPostings: shorter posting lists are decoded for each query
-	// (about as fast as reading them from the cache) and not kept.
-	minCachedPostings = 16
+	// denseShare: a term with postings in at least this share of a
+	// segment's blocks keeps an entry for every block (read by index);
+	// rarer ones keep only their blocks, found by binary search.
+	denseShare = 0.25
 	// boundDrift is how far the mean length may grow past the one a term's
 	// maxima were computed with before they are recomputed (see scaleAt).
 	boundDrift = 1.1
 )
 
+// blockInfo is what a term holds in one block.
+type blockInfo struct {
+	mask  uint64  // the block's documents with a posting
+	first uint32  // the block's first posting
+	bound float32 // the largest bm25TF of its postings at avgdl0, rounded up
+}
+
 // termBlocks is one term's postings in one segment, all of them (deleted
 // documents included), in blocks of blockSize document numbers.
 type termBlocks struct {
-	first []uint32 // by block, and one past the last: the block's first posting
-	low   []uint8  // by posting: its document number within its block
-	tf    []uint8  // by posting: its term frequency, or 255: see big
-	big   map[uint32]uint32
+	// blk holds by block (dense: ids nil) or by ids index (sparse: ids
+	// lists the blocks with postings, ascending) what the term holds there.
+	blk []blockInfo
+	ids []uint32
+	tf  []uint8 // by posting: its term frequency, or 255: see big
+	big map[uint32]uint32
 	// lens is nil when the segment's length field gives every posting's
 	// document length (documentLengths); otherwise it holds them by posting.
-	lens []float64
-	// bound holds by block the largest bm25TF of its postings at mean
-	// length avgdl0, rounded up.
-	bound  []float32
+	lens   []float64
 	avgdl0 float64
 }
 
 // size is the memory tb holds, in bytes.
 func (tb *termBlocks) size() int64 {
-	return int64(len(tb.low)+len(tb.tf)) + 4*int64(len(tb.first)+len(tb.bound)) +
+	return int64(len(tb.tf)) + 16*int64(len(tb.blk)) + 4*int64(len(tb.ids)) +
 		8*int64(len(tb.lens)) + 16*int64(len(tb.big)) + 128
+}
+
+// postings returns the number of postings, deleted documents' included.
+func (tb *termBlocks) postings() int { return len(tb.tf) }
+
+// at returns what the term holds in block b (nothing: a zero mask).
+func (tb *termBlocks) at(b int) blockInfo {
+	if tb.ids == nil {
+		return tb.blk[b]
+	}
+	if i, ok := slices.BinarySearch(tb.ids, uint32(b)); ok {
+		return tb.blk[i]
+	}
+	return blockInfo{}
+}
+
+// each calls f with every block that holds a posting.
+func (tb *termBlocks) each(f func(b int, bi blockInfo)) {
+	for i, bi := range tb.blk {
+		if bi.mask == 0 {
+			continue
+		}
+		if tb.ids != nil {
+			f(int(tb.ids[i]), bi)
+		} else {
+			f(i, bi)
+		}
+	}
 }
 
 // freq returns the term frequency of posting k.
@@ -69,14 +107,6 @@ func (tb *termBlocks) freq(k uint32) float64 {
 		return float64(f)
 	}
 	return float64(tb.big[k])
-}
-
-// length returns the document length of posting k, of document d.
-func (tb *termBlocks) length(k uint32, segLens []uint32, d uint32) float64 {
-	if tb.lens != nil {
-		return tb.lens[k]
-	}
-	return float64(segLens[d])
 }
 
 // scaleAt returns the factor that turns the maxima into bounds at mean
@@ -90,7 +120,7 @@ func (tb *termBlocks) scaleAt(avgdl float64) float64 {
 
 // buildTermBlocks decodes term's postings in seg. segLens are the
 // segment's document lengths (documentLengths), avgdl the mean length the
-// maxima are computed at.
+// maxima are computed at. A term the segment lacks gets empty blocks.
 func buildTermBlocks(seg segment.Segment, segLens []uint32, term string, avgdl float64) (*termBlocks, error) {
 	dict, err := seg.Dictionary(fieldText)
 	if err != nil {
@@ -102,13 +132,8 @@ func buildTermBlocks(seg segment.Segment, segLens []uint32, term string, avgdl f
 	}
 	blocks := (int(seg.Count()) + blockMask) >> blockShift
 	n := int(pl.Count())
-	tb := &termBlocks{
-		first:  make([]uint32, blocks+1),
-		low:    make([]uint8, 0, n),
-		tf:     make([]uint8, 0, n),
-		avgdl0: avgdl,
-	}
-	maxima := make([]float64, blocks)
+	tb := &termBlocks{ids: []uint32{}, tf: make([]uint8, 0, n), avgdl0: avgdl}
+	var maximum float64 // of the last block
 	lens := make([]float64, 0, n)
 	agree := true // every length equals the segment's
 	it := pl.Iterator(true, true, false, nil)
@@ -121,13 +146,20 @@ func buildTermBlocks(seg segment.Segment, segLens []uint32, term string, avgdl f
 			break
 		}
 		d := p.Number()
-		b := int(d >> blockShift)
-		if b >= blocks {
+		b := uint32(d >> blockShift)
+		if int(b) >= blocks {
 			return nil, fmt.Errorf("term %q: posting of document %d beyond the segment's %d", term, d, seg.Count())
 		}
-		k := uint32(len(tb.low))
-		tb.first[b+1]++
-		tb.low = append(tb.low, uint8(d&blockMask))
+		k := uint32(len(tb.tf))
+		if last := len(tb.ids) - 1; last < 0 || tb.ids[last] != b {
+			if last >= 0 {
+				tb.blk[last].bound = roundUp32(maximum)
+			}
+			tb.ids = append(tb.ids, b)
+			tb.blk = append(tb.blk, blockInfo{first: k})
+			maximum = 0
+		}
+		tb.blk[len(tb.blk)-1].mask |= 1 << (d & blockMask)
 		f := p.Frequency()
 		if f < math.MaxUint8 {
 			tb.tf = append(tb.tf, uint8(f))
@@ -141,14 +173,20 @@ func buildTermBlocks(seg segment.Segment, segLens []uint32, term string, avgdl f
 		l := postingLength(p.Norm())
 		lens = append(lens, l)
 		agree = agree && int(d) < len(segLens) && float64(segLens[d]) == l
-		maxima[b] = max(maxima[b], bm25TF(tb.freq(k), l, avgdl))
+		maximum = max(maximum, bm25TF(tb.freq(k), l, avgdl))
 	}
-	for b := range blocks {
-		tb.first[b+1] += tb.first[b]
+	if len(tb.blk) > 0 {
+		tb.blk[len(tb.blk)-1].bound = roundUp32(maximum)
 	}
-	tb.bound = make([]float32, blocks)
-	for b, m := range maxima {
-		tb.bound[b] = roundUp32(m)
+	if float64(len(tb.ids)) >= denseShare*float64(blocks) {
+		dense := make([]blockInfo, blocks)
+		for i, b := range tb.ids {
+			dense[b] = tb.blk[i]
+		}
+		tb.blk, tb.ids = dense, nil
+	} else {
+		tb.blk = slices.Clip(tb.blk)
+		tb.ids = slices.Clip(tb.ids)
 	}
 	if !agree {
 		tb.lens = lens
@@ -220,17 +258,26 @@ type blockCache struct {
 	limit   int64 // 0: blockCacheBytes (tests set less)
 }
 
-// blockKey names a term's blocks in a segment, or (lengths) the
-// segment's document lengths.
+// blockKey names a term's blocks in a segment (kind keyTerm), the
+// segment's document lengths (keyLengths, name empty) or a user's
+// documents in it (keyUser, name the user).
 type blockKey struct {
-	seg     segment.Segment
-	term    string
-	lengths bool
+	seg  segment.Segment
+	name string
+	kind keyKind
 }
+
+type keyKind uint8
+
+const (
+	keyTerm keyKind = iota
+	keyLengths
+	keyUser
+)
 
 type blockEntry struct {
 	done chan struct{} // closed when val and err are set
-	val  any           // *termBlocks or []uint32
+	val  any           // *termBlocks, []uint32 (lengths) or []uint64 (user)
 	err  error
 	size int64
 	used uint64 // tick of the last use
@@ -330,7 +377,7 @@ func (c *blockCache) stats() (entries int, bytes, postings int64) {
 	defer c.mu.Unlock()
 	for _, e := range c.entries {
 		if tb, ok := e.val.(*termBlocks); ok && e.size > 0 {
-			postings += int64(len(tb.low))
+			postings += int64(len(tb.tf))
 		}
 	}
 	return len(c.entries), c.bytes, postings
@@ -338,7 +385,7 @@ func (c *blockCache) stats() (entries int, bytes, postings int64) {
 
 // lengths returns seg's document lengths (documentLengths), cached.
 func (c *blockCache) lengths(seg segment.Segment) ([]uint32, error) {
-	v, err := c.get(blockKey{seg: seg, lengths: true}, nil, func() (any, int64, error) {
+	v, err := c.get(blockKey{seg: seg, kind: keyLengths}, nil, func() (any, int64, error) {
 		lens, err := documentLengths(seg)
 		return lens, 4 * int64(len(lens)), err
 	})
@@ -348,14 +395,10 @@ func (c *blockCache) lengths(seg segment.Segment) ([]uint32, error) {
 	return v.([]uint32), nil
 }
 
-// termBlocks returns term's blocks in seg, cached when its posting list
-// (postings live postings) is long enough to be worth keeping.
-func (c *blockCache) termBlocks(seg segment.Segment, segLens []uint32, term string, postings uint64, avgdl float64) (*termBlocks, error) {
-	if postings < minCachedPostings {
-		return buildTermBlocks(seg, segLens, term, avgdl)
-	}
+// termBlocks returns term's blocks in seg, cached.
+func (c *blockCache) termBlocks(seg segment.Segment, segLens []uint32, term string, avgdl float64) (*termBlocks, error) {
 	stale := func(v any) bool { return avgdl > v.(*termBlocks).avgdl0*boundDrift }
-	v, err := c.get(blockKey{seg: seg, term: term}, stale, func() (any, int64, error) {
+	v, err := c.get(blockKey{seg: seg, name: term}, stale, func() (any, int64, error) {
 		tb, err := buildTermBlocks(seg, segLens, term, avgdl)
 		if err != nil {
 			return nil, 0, err
@@ -366,6 +409,40 @@ func (c *blockCache) termBlocks(seg segment.Segment, segLens []uint32, term stri
 		return nil, err
 	}
 	return v.(*termBlocks), nil
+}
+
+// userMasks returns the documents of seg that belong to user (deleted
+// ones included), a word per block, cached.
+func (c *blockCache) userMasks(seg segment.Segment, user string) ([]uint64, error) {
+	v, err := c.get(blockKey{seg: seg, name: user, kind: keyUser}, nil, func() (any, int64, error) {
+		masks := make([]uint64, (int(seg.Count())+blockMask)>>blockShift)
+		d, err := seg.Dictionary(fieldUser)
+		if err != nil {
+			return nil, 0, err
+		}
+		pl, err := d.PostingsList([]byte(user), nil, nil)
+		if err != nil {
+			return nil, 0, err
+		}
+		it := pl.Iterator(false, false, false, nil)
+		for {
+			p, err := it.Next()
+			if err != nil {
+				return nil, 0, err
+			}
+			if p == nil {
+				break
+			}
+			if n := p.Number(); int(n>>blockShift) < len(masks) {
+				masks[n>>blockShift] |= 1 << (n & blockMask)
+			}
+		}
+		return masks, 8*int64(len(masks)) + 128, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.([]uint64), nil
 }
 
 // retain drops the entries of segments other than live (those merged

@@ -1,6 +1,8 @@
 package index
 
 import (
+	"math/bits"
+	"slices"
 	"testing"
 
 	"github.com/blevesearch/bleve/v2/index/scorch"
@@ -40,8 +42,8 @@ func TestTermBlocksHoldEveryPosting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	terms := []string{"the", "error", "test", "retri", "backoff", "parseconfigfil", "webhook", "nosuchterm"}
-	checked := 0
+	common := []string{"the", "error", "test", "retri", "backoff", "parseconfigfil", "webhook", "nosuchterm"}
+	checked, sparse, dense := 0, 0, 0
 	for _, s := range segs {
 		seg := s.Segment()
 		lens, err := documentLengths(seg)
@@ -51,6 +53,14 @@ func TestTermBlocksHoldEveryPosting(t *testing.T) {
 		dict, err := seg.Dictionary(fieldText)
 		if err != nil {
 			t.Fatal(err)
+		}
+		// A few of the segment's rarest terms, which keep sparse blocks.
+		terms := slices.Clone(common)
+		it := dict.AutomatonIterator(nil, nil, nil)
+		for e, err := it.Next(); err == nil && e != nil && len(terms) < len(common)+3; e, err = it.Next() {
+			if e.Count == 1 {
+				terms = append(terms, e.Term)
+			}
 		}
 		for _, term := range terms {
 			tb, err := buildTermBlocks(seg, lens, term, avgdl)
@@ -64,8 +74,18 @@ func TestTermBlocksHoldEveryPosting(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got, want := len(tb.low), int(pl.Count()); got != want {
+			if got, want := len(tb.tf), int(pl.Count()); got != want {
 				t.Fatalf("%q: %d postings in blocks, %d in the segment", term, got, want)
+			}
+			inMasks := 0
+			tb.each(func(_ int, bi blockInfo) { inMasks += bits.OnesCount64(bi.mask) })
+			if inMasks != len(tb.tf) {
+				t.Fatalf("%q: %d documents in the masks, %d postings", term, inMasks, len(tb.tf))
+			}
+			if tb.ids == nil {
+				dense++
+			} else if len(tb.tf) > 0 {
+				sparse++
 			}
 			it := pl.Iterator(true, true, false, nil)
 			for k := uint32(0); ; k++ {
@@ -78,15 +98,20 @@ func TestTermBlocksHoldEveryPosting(t *testing.T) {
 				}
 				d := uint32(p.Number())
 				b := d >> blockShift
-				if k < tb.first[b] || k >= tb.first[b+1] || uint32(tb.low[k]) != d&blockMask {
+				bi := tb.at(int(b))
+				if m := bi.mask; m&(1<<(d&blockMask)) == 0 || bi.first+uint32(bits.OnesCount64(m&(1<<(d&blockMask)-1))) != k {
 					t.Fatalf("%q: posting %d (document %d) not where block %d says", term, k, d, b)
 				}
 				tf, l := float64(p.Frequency()), postingLength(p.Norm())
-				if tb.freq(k) != tf || tb.length(k, lens, d) != l {
-					t.Fatalf("%q document %d: tf %v length %v, want %v %v", term, d, tb.freq(k), tb.length(k, lens, d), tf, l)
+				length := float64(lens[d])
+				if tb.lens != nil {
+					length = tb.lens[k]
+				}
+				if tb.freq(k) != tf || length != l {
+					t.Fatalf("%q document %d: tf %v length %v, want %v %v", term, d, tb.freq(k), length, tf, l)
 				}
 				for _, a := range []float64{avgdl / 2, avgdl, avgdl * 1.09, avgdl * 3} {
-					if bound := float64(tb.bound[b]) * tb.scaleAt(a); bm25TF(tf, l, a) > bound {
+					if bound := float64(bi.bound) * tb.scaleAt(a); bm25TF(tf, l, a) > bound {
 						t.Fatalf("%q document %d at mean length %v: tf part %v above the bound %v", term, d, a, bm25TF(tf, l, a), bound)
 					}
 				}
@@ -94,8 +119,8 @@ func TestTermBlocksHoldEveryPosting(t *testing.T) {
 			}
 		}
 	}
-	if checked < 1000 {
-		t.Fatalf("only %d postings checked", checked)
+	if checked < 1000 || sparse == 0 || dense == 0 {
+		t.Fatalf("only %d postings checked, in %d sparse and %d dense blocks", checked, sparse, dense)
 	}
 }
 
@@ -115,7 +140,7 @@ func TestBlockCache(t *testing.T) {
 	}
 	get := func(term string, avgdl float64) *termBlocks {
 		t.Helper()
-		tb, err := c.termBlocks(seg, lens, term, minCachedPostings, avgdl)
+		tb, err := c.termBlocks(seg, lens, term, avgdl)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,13 +153,13 @@ func TestBlockCache(t *testing.T) {
 	if b := get("the", 100*boundDrift*1.01); b == a || b.avgdl0 != 100*boundDrift*1.01 {
 		t.Error("an entry past the drift was not rebuilt")
 	}
-	if tb, err := c.termBlocks(seg, lens, "error", minCachedPostings-1, 100); err != nil || tb == get("error", 100) {
-		t.Errorf("a short posting list was cached (err %v)", err)
+	if none := get("nosuchterm", 100); none.postings() != 0 || get("nosuchterm", 100) != none {
+		t.Errorf("a term the segment lacks: %d postings, or not cached", none.postings())
 	}
 
 	// Eviction: the limit holds, and the entry used last stays.
 	entries, bytes, _ := c.stats()
-	if entries != 3 { // the lengths, "the", "error"
+	if entries != 3 { // the lengths, "the" and "nosuchterm"
 		t.Fatalf("%d entries, want 3", entries)
 	}
 	c.setLimit(bytes - 1)
@@ -146,7 +171,7 @@ func TestBlockCache(t *testing.T) {
 	}
 	c.setLimit(get("the", 100).size() + 4*int64(len(lens)))
 	c.mu.Lock()
-	_, kept := c.entries[blockKey{seg: seg, term: "the"}]
+	_, kept := c.entries[blockKey{seg: seg, name: "the"}]
 	c.mu.Unlock()
 	if !kept {
 		t.Error("the entry used last was evicted")
@@ -160,7 +185,7 @@ func TestBlockCache(t *testing.T) {
 		n int
 	}
 	for n := range 12 {
-		dead := blockKey{seg: deadSegment{n: n}, lengths: true}
+		dead := blockKey{seg: deadSegment{n: n}, kind: keyLengths}
 		if _, err := c.get(dead, nil, func() (any, int64, error) { return []uint32{}, 1, nil }); err != nil {
 			t.Fatal(err)
 		}

@@ -40,7 +40,21 @@ func bm25IDF(n, df uint64) float64 {
 
 // bm25TF is the term-frequency part of a term's contribution.
 func bm25TF(tf, length, avgdl float64) float64 {
-	return tf * (bm25K1 + 1) / (tf + bm25K1*(1-bm25B+bm25B*length/avgdl))
+	return bm25Sat(tf, bm25Norm(length, avgdl))
+}
+
+// bm25Norm is the length part of bm25TF's denominator, the same for every
+// term of a document: the pruned evaluation computes it once per document.
+// The conversion rounds it, so that no build fuses it with the addition in
+// bm25Sat (into an FMA) in one place and not in another: the evaluations
+// must agree to the bit.
+func bm25Norm(length, avgdl float64) float64 {
+	return float64(bm25K1 * (1 - bm25B + bm25B*length/avgdl))
+}
+
+// bm25Sat is bm25TF of frequency tf at length part norm.
+func bm25Sat(tf, norm float64) float64 {
+	return tf * (bm25K1 + 1) / (tf + norm)
 }
 
 // lengthOf is the length BM25 normalises by: the number of tokens the

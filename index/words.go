@@ -78,7 +78,18 @@ func searchWords(ctx context.Context, idx bleve.Index, lengths *lengthCache, use
 		return nil, 0, err
 	}
 	terms := pq.scoredTerms()
-	ws, err := lookUpWords(snap.Segments(), userID, terms)
+	segs := snap.Segments()
+	avgdl, err := lengths.avgLength(segs)
+	if err != nil {
+		return nil, 0, err
+	}
+	exhaustive := ev.exhaustive || limit <= 0
+	var ws *wordSearch
+	if exhaustive {
+		ws, err = lookUpWords(segs, userID, terms)
+	} else {
+		ws, err = lookUpBlocks(&lengths.blocks, segs, userID, terms, avgdl)
+	}
 	if err != nil {
 		return nil, 0, err
 	}
@@ -95,21 +106,17 @@ func searchWords(ctx context.Context, idx bleve.Index, lengths *lengthCache, use
 	if ws.filter, err = phraseFilter(ctx, snap, idx, userID, pq); err != nil {
 		return nil, 0, err
 	}
-	avgdl, err := lengths.avgLength(ws.segs)
-	if err != nil {
-		return nil, 0, err
-	}
 	ws.weigh(n, avgdl)
 	ws.countAll, ws.pruned = ev.countAll, ev.pruned
-	tasks, work := ws.candidates(plan)
-	if len(tasks) == 0 {
-		return nil, 0, nil
-	}
 	var parts []partialResult
-	if ev.exhaustive || limit <= 0 {
+	if exhaustive {
+		tasks, work := ws.candidates(plan)
+		if len(tasks) == 0 {
+			return nil, 0, nil
+		}
 		parts = ws.scoreAll(ctx, tasks, work, ev.workers, limit)
-	} else if parts, err = ws.scoreBest(ctx, &lengths.blocks, tasks, ev.workers, limit); err != nil {
-		return nil, 0, err
+	} else if parts = ws.scoreBest(ctx, plan, ev.workers, limit); parts == nil {
+		return nil, 0, nil
 	}
 	best, total, err := mergeTop(parts, limit)
 	if err != nil {
@@ -138,8 +145,12 @@ type evaluation struct {
 
 // wordSearch is what searchWords reads from one index snapshot.
 type wordSearch struct {
-	segs   []*scorch.SegmentSnapshot
-	users  []segment.PostingsList // the user's documents, by segment
+	segs  []*scorch.SegmentSnapshot
+	users []segment.PostingsList // the user's documents, by segment (exhaustive)
+	// live holds, by segment, the user's live documents, a word per
+	// block, and lens the documents' lengths (pruned: lookUpBlocks).
+	live   [][]uint64
+	lens   [][]uint32
 	words  []wordPostings
 	filter *docFilter // nil: no phrase or exclusion
 	// maxDocs is the largest segment's document count.
@@ -153,13 +164,14 @@ type wordSearch struct {
 	floor atomic.Uint64
 }
 
-// wordPostings is one query term: its posting list in each segment and
-// its idf.
+// wordPostings is one query term: its posting list (exhaustive) or its
+// blocks (pruned) in each segment, and its idf.
 type wordPostings struct {
-	term  string
-	lists []segment.PostingsList // by segment
-	df    uint64                 // document frequency over all segments
-	idf   float64
+	term   string
+	lists  []segment.PostingsList // by segment
+	blocks []*termBlocks          // by segment; nil: no live posting there
+	df     uint64                 // document frequency over all segments
+	idf    float64
 }
 
 // lookUpWords opens, in every segment, the user's posting list and each
@@ -189,6 +201,61 @@ func lookUpWords(segs []*scorch.SegmentSnapshot, userID string, terms []string) 
 			}
 			ws.words[j].lists[i] = pl
 			ws.words[j].df += pl.Count()
+		}
+	}
+	return ws, nil
+}
+
+// lookUpBlocks reads, in every segment, the user's documents and each
+// term's blocks, all from the block cache (built on a miss), and adds up
+// the document frequencies: the live postings, those of deleted documents
+// taken off.
+func lookUpBlocks(cache *blockCache, segs []*scorch.SegmentSnapshot, userID string, terms []string, avgdl float64) (*wordSearch, error) {
+	live := make([]segment.Segment, len(segs))
+	for i, s := range segs {
+		live[i] = s.Segment()
+	}
+	cache.retain(live)
+	ws := &wordSearch{segs: segs, live: make([][]uint64, len(segs)), lens: make([][]uint32, len(segs)), words: make([]wordPostings, len(terms))}
+	for j, t := range terms {
+		ws.words[j] = wordPostings{term: t, blocks: make([]*termBlocks, len(segs))}
+	}
+	for i, s := range segs {
+		seg := s.Segment()
+		lens, err := cache.lengths(seg)
+		if err != nil {
+			return nil, err
+		}
+		ws.lens[i] = lens
+		users, err := cache.userMasks(seg, userID)
+		if err != nil {
+			return nil, err
+		}
+		var del []uint64 // the deleted documents, a word per block
+		if d := s.Deleted(); d != nil && !d.IsEmpty() {
+			del = make([]uint64, len(users))
+			d.WriteDenseTo(del)
+			ws.live[i] = make([]uint64, len(users))
+			for b, m := range users {
+				ws.live[i][b] = m &^ del[b]
+			}
+		} else {
+			ws.live[i] = users // not modified
+		}
+		for j := range ws.words {
+			w := &ws.words[j]
+			tb, err := cache.termBlocks(seg, lens, w.term, avgdl)
+			if err != nil {
+				return nil, fmt.Errorf("blocks of %q: %w", w.term, err)
+			}
+			n := tb.postings()
+			if del != nil {
+				tb.each(func(b int, bi blockInfo) { n -= bits.OnesCount64(bi.mask & del[b]) })
+			}
+			if n > 0 {
+				w.blocks[i] = tb
+				w.df += uint64(n)
+			}
 		}
 	}
 	return ws, nil
@@ -434,17 +501,43 @@ type blockSearch struct {
 	terms [][]*termBlocks // by segment, by word; nil: no live posting there
 	coef  [][]float64     // by segment, by word: idf times termBlocks.scaleAt
 	lens  [][]uint32      // by segment: document lengths
-	masks [][]uint64      // by segment: the candidates, a bit per document (blockWords per block)
+	masks [][]uint64      // by segment: the candidates, a bit per document (a word per block)
 
-	blocks  []blockRef    // the blocks with candidates, in index order
-	claimed []atomic.Bool // by blocks index: a worker has taken the block
-	next    atomic.Int64  // the next of blocks to go through in order
-	done    atomic.Bool   // no block left can hold a document of the top
-	inOrder atomic.Bool   // the probes are over: blocks go in index order
+	blocks []blockRef // the blocks with candidates, in index order
+	lo, hi float64    // the least and greatest of their bounds
+	count  bool       // count the candidates of the blocks passed over
+	*arena
 
-	mu     sync.Mutex
-	queue  []queued // a max-heap by bound
-	probes int      // blocks still to take from queue
+	next    atomic.Int64 // the next of blocks to hand out in index order
+	done    atomic.Bool  // no block left can hold a document of the top
+	inOrder atomic.Bool  // the probes are over: blocks go in index order
+
+	mu sync.Mutex
+	// taken marks the blocks taken from the queue. It is written under mu
+	// before inOrder is set, and read without the lock only after.
+	taken []bool
+	queue []queued // blocks to take best bound first, best last
+	// all: queue holds every block left above the θ it was filled at,
+	// not only the best probes.
+	all bool
+}
+
+// arena is the memory of one pruned query, kept in a pool: a query on a
+// large index would otherwise allocate (and clear) a few hundred kilobytes.
+type arena struct {
+	blocks []blockRef
+	taken  []bool
+	cand   []uint64 // every segment's candidates, one after the other
+}
+
+var arenas = sync.Pool{New: func() any { return new(arena) }}
+
+// grow returns s with length n, its contents undefined.
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
 }
 
 // queued is blocks[k] in the queue, with its bound.
@@ -462,113 +555,222 @@ const (
 	inOrderShare = 8
 )
 
-// scoreBest scores the candidates of tasks (one per segment) that may
-// enter the top limit, on workers goroutines (0: one).
-func (ws *wordSearch) scoreBest(ctx context.Context, cache *blockCache, tasks []segTask, workers, limit int) ([]partialResult, error) {
-	live := make([]segment.Segment, len(ws.segs))
-	for i, s := range ws.segs {
-		live[i] = s.Segment()
-	}
-	cache.retain(live)
-	bs, err := ws.prepareBlocks(cache, tasks)
-	if err != nil {
-		return nil, err
-	}
-	var total uint64 // with countAll: every match, scored or not
-	if ws.countAll {
-		for _, t := range tasks {
-			total += ws.matches(t)
-		}
+// scoreBest scores the candidates the plan leaves that may enter the top
+// limit, on workers goroutines (0: one); nil when there are none.
+func (ws *wordSearch) scoreBest(ctx context.Context, plan wordsPlan, workers, limit int) []partialResult {
+	bs, total := ws.prepareBlocks(plan)
+	defer arenas.Put(bs.arena)
+	if len(bs.blocks) == 0 {
+		return nil
 	}
 	workers = max(workers, 1)
 	parts := make([]partialResult, workers)
-	var wg sync.WaitGroup
-	for k := range parts {
-		wg.Go(func() { parts[k] = ws.scoreQueue(ctx, bs, limit) })
+	if workers == 1 {
+		parts[0] = ws.scoreQueue(ctx, bs, limit) // no goroutine to start and wake
+	} else {
+		var wg sync.WaitGroup
+		for k := range parts {
+			wg.Go(func() { parts[k] = ws.scoreQueue(ctx, bs, limit) })
+		}
+		wg.Wait()
 	}
-	wg.Wait()
 	if ws.countAll {
 		for k := range parts {
 			parts[k].total = 0
 		}
 		parts[0].total = total
 	}
-	return parts, nil
+	return parts
 }
 
-// prepareBlocks loads the words' blocks in the segments of tasks, marks
-// the candidates by block and queues the blocks with candidates.
-func (ws *wordSearch) prepareBlocks(cache *blockCache, tasks []segTask) (*blockSearch, error) {
+// prepareBlocks marks the candidates of every segment by block and lists
+// the blocks with candidates and their bounds. With ws.countAll it also
+// counts the candidates that hold a word (total).
+func (ws *wordSearch) prepareBlocks(plan wordsPlan) (bs *blockSearch, total uint64) {
 	n := len(ws.segs)
-	bs := &blockSearch{terms: make([][]*termBlocks, n), coef: make([][]float64, n), lens: make([][]uint32, n), masks: make([][]uint64, n)}
-	for _, t := range tasks {
-		i := t.seg
-		seg := ws.segs[i].Segment()
-		if bs.terms[i] == nil {
-			lens, err := cache.lengths(seg)
-			if err != nil {
-				return nil, err
-			}
-			bs.lens[i] = lens
-			bs.terms[i] = make([]*termBlocks, len(ws.words))
-			bs.coef[i] = make([]float64, len(ws.words))
-			for j, w := range ws.words {
-				live := w.lists[i].Count()
-				if live == 0 {
-					continue
-				}
-				tb, err := cache.termBlocks(seg, lens, w.term, live, ws.avgdl)
-				if err != nil {
-					return nil, fmt.Errorf("blocks of %q: %w", w.term, err)
-				}
-				bs.terms[i][j] = tb
-				bs.coef[i][j] = w.idf * tb.scaleAt(ws.avgdl)
-			}
-			bs.masks[i] = make([]uint64, (int(seg.Count())+blockMask)>>blockShift*blockWords)
-		}
-		// Bitmap containers are copied, not OR'ed: tasks hold one segment each.
-		t.cand.WriteDenseTo(bs.masks[i])
+	bs = &blockSearch{terms: make([][]*termBlocks, n), coef: make([][]float64, n), lens: ws.lens, masks: make([][]uint64, n),
+		count: ws.pruned != nil, arena: arenas.Get().(*arena)}
+	blocks := 0
+	for _, live := range ws.live {
+		blocks += len(live)
 	}
-	var ubs []float64
-	for i, masks := range bs.masks {
-		if masks == nil {
+	a := bs.arena
+	a.blocks, a.cand = a.blocks[:0], grow(a.cand, blocks)
+	bs.lo, bs.hi = math.Inf(1), 0
+	off := 0
+	for i := range ws.segs {
+		cand := a.cand[off : off+len(ws.live[i])]
+		off += len(cand)
+		bs.terms[i] = make([]*termBlocks, len(ws.words))
+		bs.coef[i] = make([]float64, len(ws.words))
+		for j, w := range ws.words {
+			if tb := w.blocks[i]; tb != nil {
+				bs.terms[i][j], bs.coef[i][j] = tb, w.idf*tb.scaleAt(ws.avgdl)
+			}
+		}
+		total += ws.segmentBlocks(i, plan, bs, cand)
+	}
+	bs.blocks = a.blocks
+	a.taken = grow(a.taken, len(bs.blocks))
+	clear(a.taken)
+	bs.taken = a.taken
+	bs.queue = bs.best(max(minProbes, int(float64(len(bs.blocks))*probeShare)))
+	return bs, total
+}
+
+// segmentBlocks sets cand to the documents of segment i that may match, a
+// word per block: the user's live ones, narrowed by the phrase filter and
+// by the plan to those holding a selective word. It appends the blocks
+// with candidates to bs, each with its bound: the sum, over the words a
+// candidate of the block holds, of the word's block maximum times its
+// coefficient. It returns the number of candidates that hold a word (for
+// ws.countAll). It goes block by block, every word's entries for the
+// block read together, so that the bound is summed in a register.
+func (ws *wordSearch) segmentBlocks(i int, plan wordsPlan, bs *blockSearch, cand []uint64) (total uint64) {
+	a := bs.arena
+	live := ws.live[i]
+	clear(cand)
+	if !slices.ContainsFunc(live, func(m uint64) bool { return m != 0 }) {
+		return 0
+	}
+	var required, excluded []uint64 // the phrase filter, a word per block
+	if f := ws.filter; f != nil {
+		if f.required != nil {
+			required = make([]uint64, len(cand))
+			f.required[i].WriteDenseTo(required)
+		}
+		if f.excluded != nil {
+			excluded = make([]uint64, len(cand))
+			f.excluded[i].WriteDenseTo(excluded)
+		}
+	}
+	type word struct {
+		tb        *termBlocks
+		coef      float64
+		k         int // sparse: the first of tb.ids not below the block
+		selective bool
+	}
+	words := make([]word, 0, len(ws.words))
+	for j, w := range ws.words {
+		if tb := bs.terms[i][j]; tb != nil {
+			words = append(words, word{tb: tb, coef: bs.coef[i][j], selective: plan.selective[w.term]})
+		}
+	}
+	at := func(w *word, b int) blockInfo {
+		ids := w.tb.ids
+		if ids == nil {
+			return w.tb.blk[b]
+		}
+		for w.k < len(ids) && int(ids[w.k]) < b {
+			w.k++
+		}
+		if w.k < len(ids) && int(ids[w.k]) == b {
+			return w.tb.blk[w.k]
+		}
+		return blockInfo{}
+	}
+	for b, cm := range live {
+		if cm == 0 {
 			continue
 		}
-		// Word by word, so that each word's maxima are read in one pass
-		// (an empty block's maximum is 0).
-		ubs = slices.Grow(ubs[:0], len(masks)/blockWords)[:len(masks)/blockWords]
-		clear(ubs)
-		for j, tb := range bs.terms[i] {
-			if tb == nil {
+		if required != nil {
+			cm &= required[b]
+		}
+		if excluded != nil {
+			cm &^= excluded[b]
+		}
+		if plan.selective != nil {
+			var sel uint64 // the documents holding a selective word
+			for t := range words {
+				if w := &words[t]; w.selective {
+					sel |= at(w, b).mask
+				}
+			}
+			if cm &= sel; cm == 0 {
 				continue
 			}
-			c := bs.coef[i][j]
-			for b, m := range tb.bound[:len(ubs)] {
-				ubs[b] += c * float64(m)
-			}
 		}
-		for b, ub := range ubs {
-			if ub > 0 && anyBit(masks[b*blockWords:(b+1)*blockWords]) {
-				bs.blocks = append(bs.blocks, blockRef{ub: ub, seg: int32(i), b: int32(b)})
+		var ub float64
+		var held uint64 // the documents holding a word
+		for t := range words {
+			w := &words[t]
+			bi := at(w, b)
+			held |= bi.mask
+			x := w.coef * float64(bi.bound)
+			if bi.mask&cm == 0 {
+				x = 0 // a conditional move: the data would mispredict a branch
 			}
+			ub += x
 		}
+		if cm == 0 || ub <= 0 {
+			continue
+		}
+		cand[b] = cm
+		a.blocks = append(a.blocks, blockRef{ub: ub, seg: int32(i), b: int32(b)})
+		bs.lo, bs.hi = min(bs.lo, ub), max(bs.hi, ub)
+		total += uint64(bits.OnesCount64(held & cm))
 	}
-	bs.claimed = make([]atomic.Bool, len(bs.blocks))
-	bs.queue = make([]queued, len(bs.blocks))
-	for k, ref := range bs.blocks {
-		bs.queue[k] = queued{ub: ref.ub, k: int32(k)}
-	}
-	for k := len(bs.queue)/2 - 1; k >= 0; k-- {
-		bs.down(k)
-	}
-	bs.probes = max(minProbes, int(float64(len(bs.blocks))*probeShare))
-	return bs, nil
+	bs.masks[i] = cand
+	return total
 }
+
+// best returns the p blocks with the best bounds, best last. A histogram
+// of the bounds finds the cut; only the blocks above it are sorted.
+func (bs *blockSearch) best(p int) []queued {
+	if len(bs.blocks) == 0 {
+		return nil
+	}
+	const buckets = 1024
+	scale := 0.0
+	if bs.hi > bs.lo {
+		scale = buckets / (bs.hi - bs.lo)
+	}
+	bucket := func(ub float64) int { return min(buckets-1, int((ub-bs.lo)*scale)) }
+	var hist [buckets]int32
+	for _, ref := range bs.blocks {
+		hist[bucket(ref.ub)]++
+	}
+	cut, n := buckets-1, 0
+	for ; cut > 0; cut-- {
+		if n += int(hist[cut]); n >= p {
+			break
+		}
+	}
+	q := make([]queued, 0, n)
+	for k, ref := range bs.blocks {
+		if bucket(ref.ub) >= cut {
+			q = append(q, queued{ub: ref.ub, k: int32(k)})
+		}
+	}
+	slices.SortFunc(q, func(a, b queued) int {
+		if a.before(b) {
+			return -1
+		}
+		return 1
+	})
+	return q[max(0, len(q)-p):]
+}
+
+// before reports whether q comes out of the queue after o: a lower bound,
+// or the same bound and later in the index.
+func (q queued) before(o queued) bool {
+	if q.ub != o.ub {
+		return q.ub < o.ub
+	}
+	return q.k > o.k
+}
+
+// inOrderChunk is how many blocks a worker takes at a time in index order.
+const inOrderChunk = 16
+
+// cursor is a worker's share of the blocks in index order: k up to end.
+type cursor struct{ k, end int }
 
 // take returns the index of the next block to score, or false when there
 // is none left that can hold a document of the top (theta is the caller's
-// θ). It counts the candidates of the blocks it passes over in dropped.
-func (bs *blockSearch) take(theta float64, dropped *int) (int, bool) {
+// θ). With bs.count it counts the candidates of the blocks it passes over
+// in dropped.
+func (bs *blockSearch) take(theta float64, dropped *int, c *cursor) (int, bool) {
 	if bs.done.Load() {
 		return 0, false
 	}
@@ -576,106 +778,117 @@ func (bs *blockSearch) take(theta float64, dropped *int) (int, bool) {
 		return k, ok
 	}
 	for {
-		k := int(bs.next.Add(1) - 1)
-		if k >= len(bs.blocks) {
-			return 0, false
+		if c.k == c.end {
+			start := int(bs.next.Add(inOrderChunk)) - inOrderChunk
+			if start >= len(bs.blocks) {
+				return 0, false
+			}
+			c.k, c.end = start, min(start+inOrderChunk, len(bs.blocks))
 		}
-		if !bs.claimed[k].CompareAndSwap(false, true) {
+		k := c.k
+		c.k++
+		if bs.taken[k] {
 			continue // scored as a probe
 		}
 		if theta > 0 && bs.blocks[k].ub*(1+pruneSlack) < theta {
-			*dropped += bs.candidates(k)
+			if bs.count {
+				*dropped += bs.candidates(k)
+			}
 			continue
 		}
 		return k, true
 	}
 }
 
-// probe takes the block with the best bound off the queue while probes
-// are left (more false), unless that bound is below theta: then every
-// block left is, and the query is done. When the probes run out with few
-// blocks left above theta, it goes on to the end best bound first;
-// otherwise the caller goes through the blocks in index order (more).
+// probe takes the block with the best bound off the queue, which holds
+// at first the best probes (more false), unless that bound is below theta:
+// then every block left is, and the query is done. When the probes run
+// out with few blocks left above theta, they are queued and taken best
+// bound first to the end; otherwise the caller goes through the blocks in
+// index order (more).
 func (bs *blockSearch) probe(theta float64, dropped *int) (k int, ok, more bool) {
 	if bs.inOrder.Load() {
 		return 0, false, true
 	}
 	bs.mu.Lock()
 	defer bs.mu.Unlock()
-	for len(bs.queue) > 0 {
-		if bs.probes == 0 {
-			if bs.inOrder.Load() || !bs.fewAbove(theta) {
+	for {
+		switch {
+		case bs.done.Load():
+			return 0, false, false
+		case bs.inOrder.Load():
+			return 0, false, true
+		case len(bs.queue) == 0 && bs.all:
+			bs.drop(dropped)
+			return 0, false, false
+		case len(bs.queue) == 0:
+			if bs.queue = bs.above(theta); bs.queue == nil {
 				bs.inOrder.Store(true)
 				return 0, false, true
 			}
-			bs.probes = len(bs.queue)
-		}
-		k = int(bs.queue[0].k)
-		if theta > 0 && bs.queue[0].ub*(1+pruneSlack) < theta {
-			for _, q := range bs.queue {
-				if bs.claimed[q.k].CompareAndSwap(false, true) {
-					*dropped += bs.candidates(int(q.k))
-				}
-			}
-			bs.queue = nil
-			bs.done.Store(true)
-			return 0, false, false
+			bs.all = true
+			continue
 		}
 		last := len(bs.queue) - 1
-		bs.queue[0] = bs.queue[last]
+		q := bs.queue[last]
+		if theta > 0 && q.ub*(1+pruneSlack) < theta {
+			bs.drop(dropped)
+			return 0, false, false
+		}
 		bs.queue = bs.queue[:last]
-		bs.down(0)
-		if bs.claimed[k].CompareAndSwap(false, true) {
-			bs.probes--
-			return k, true, false
+		if !bs.taken[q.k] {
+			bs.taken[q.k] = true
+			return int(q.k), true, false
 		}
 	}
-	bs.inOrder.Store(true)
-	return 0, false, true
 }
 
-// fewAbove reports whether fewer than one block in inOrderShare of those
-// queued has a bound theta does not rule out. bs.mu is held.
-func (bs *blockSearch) fewAbove(theta float64) bool {
+// above returns the blocks not yet taken whose bound theta does not rule
+// out, best last, when they are fewer than one block in inOrderShare;
+// otherwise nil. bs.mu is held.
+func (bs *blockSearch) above(theta float64) []queued {
 	if theta <= 0 {
-		return false
+		return nil
 	}
-	n := 0
-	for _, q := range bs.queue {
-		if q.ub*(1+pruneSlack) >= theta {
-			n++
+	var q []queued
+	for k, ref := range bs.blocks {
+		if ref.ub*(1+pruneSlack) >= theta && !bs.taken[k] {
+			if q = append(q, queued{ub: ref.ub, k: int32(k)}); len(q)*inOrderShare >= len(bs.blocks) {
+				return nil
+			}
 		}
 	}
-	return n*inOrderShare < len(bs.blocks)
+	if q == nil {
+		q = []queued{} // none above: not nil, which would mean too many
+	}
+	slices.SortFunc(q, func(a, b queued) int {
+		if a.before(b) {
+			return -1
+		}
+		return 1
+	})
+	return q
+}
+
+// drop ends the query: every block not yet taken is below θ. bs.mu is
+// held.
+func (bs *blockSearch) drop(dropped *int) {
+	if bs.count {
+		for k, taken := range bs.taken {
+			if !taken {
+				bs.taken[k] = true
+				*dropped += bs.candidates(k)
+			}
+		}
+	}
+	bs.queue = nil
+	bs.done.Store(true)
 }
 
 // candidates counts the candidates of blocks[k].
 func (bs *blockSearch) candidates(k int) int {
 	ref := bs.blocks[k]
-	n := 0
-	for _, m := range bs.masks[ref.seg][int(ref.b)*blockWords : int(ref.b+1)*blockWords] {
-		n += bits.OnesCount64(m)
-	}
-	return n
-}
-
-// down restores the heap order below queue[k].
-func (bs *blockSearch) down(k int) {
-	q := bs.queue
-	for {
-		c := 2*k + 1
-		if c >= len(q) {
-			return
-		}
-		if c+1 < len(q) && q[c+1].ub > q[c].ub {
-			c++
-		}
-		if q[k].ub >= q[c].ub {
-			return
-		}
-		q[k], q[c] = q[c], q[k]
-		k = c
-	}
+	return bits.OnesCount64(bs.masks[ref.seg][ref.b])
 }
 
 // theta returns the limit-th best score known to be reached, or 0.
@@ -691,7 +904,9 @@ func (ws *wordSearch) theta(top *topk.Heap[scoredDoc], limit int) float64 {
 // hold a document of the top.
 func (ws *wordSearch) scoreQueue(ctx context.Context, bs *blockSearch, limit int) (r partialResult) {
 	r.top = topk.New(limit, scoredDoc.worse)
-	sc := newBlockScratch(len(ws.words))
+	sc := ws.newBlockScratch()
+	var c cursor
+	raised := 0.0 // the floor this worker last raised
 	for n := 0; ; n++ {
 		if n%64 == 0 {
 			if r.err = ctx.Err(); r.err != nil {
@@ -699,7 +914,7 @@ func (ws *wordSearch) scoreQueue(ctx context.Context, bs *blockSearch, limit int
 			}
 		}
 		dropped := 0
-		k, ok := bs.take(ws.theta(&r.top, limit), &dropped)
+		k, ok := bs.take(ws.theta(&r.top, limit), &dropped, &c)
 		if ws.pruned != nil && dropped > 0 {
 			ws.pruned.Add(int64(dropped))
 		}
@@ -708,88 +923,109 @@ func (ws *wordSearch) scoreQueue(ctx context.Context, bs *blockSearch, limit int
 		}
 		ws.scoreBlock(bs, bs.blocks[k], sc, &r, limit)
 		if r.top.Len() == limit {
-			ws.raiseFloor(r.top.Items()[0].score)
+			if s := r.top.Items()[0].score; s > raised {
+				ws.raiseFloor(s)
+				raised = s
+			}
 		}
 	}
 }
 
 // blockScratch is a worker's scratch space for scoreBlock, by word.
 type blockScratch struct {
-	cur, end []uint32  // the word's postings in the block not yet passed
-	ub       []float64 // the word's bound in the block
-	rest     []float64 // the bounds of the words from this one on (one more)
+	idf   []float64
+	mask  []uint64  // the word's documents in the block
+	first []uint32  // the word's first posting in the block
+	ub    []float64 // the word's bound in the block
+	rest  []float64 // a document's bounds of its words from this one on (one more)
 }
 
-func newBlockScratch(words int) *blockScratch {
-	return &blockScratch{cur: make([]uint32, words), end: make([]uint32, words), ub: make([]float64, words),
-		rest: make([]float64, words+1)}
+func (ws *wordSearch) newBlockScratch() *blockScratch {
+	n := len(ws.words)
+	sc := &blockScratch{idf: make([]float64, n), mask: make([]uint64, n), first: make([]uint32, n),
+		ub: make([]float64, n), rest: make([]float64, n+1)}
+	for j, w := range ws.words {
+		sc.idf[j] = w.idf
+	}
+	return sc
 }
 
-// scoreBlock scores the candidates of one block into r.
+// scoreBlock scores the candidates of one block into r. A candidate's
+// bound is the sum of the block bounds of the words it holds (the masks
+// tell which, without reading a posting); it is scored only while that
+// bound, less what its words scored below theirs, can reach θ.
 func (ws *wordSearch) scoreBlock(bs *blockSearch, ref blockRef, sc *blockScratch, r *partialResult, limit int) {
 	seg, b := int(ref.seg), int(ref.b)
 	terms, coef, lens := bs.terms[seg], bs.coef[seg], bs.lens[seg]
-	cur, end, rest := sc.cur, sc.end, sc.rest
-	rest[len(terms)] = 0
-	for j := len(terms) - 1; j >= 0; j-- {
-		cur[j], end[j], sc.ub[j] = 0, 0, 0
-		if tb := terms[j]; tb != nil {
-			cur[j], end[j] = tb.first[b], tb.first[b+1]
-			if cur[j] < end[j] {
-				sc.ub[j] = coef[j] * float64(tb.bound[b])
+	idf, mask, first, ub, rest := sc.idf, sc.mask, sc.first, sc.ub, sc.rest
+	avgdl := ws.avgdl
+	for j, tb := range terms {
+		mask[j], first[j], ub[j] = 0, 0, 0
+		if tb != nil {
+			if bi := tb.at(b); bi.mask != 0 {
+				mask[j], first[j], ub[j] = bi.mask, bi.first, coef[j]*float64(bi.bound)
 			}
 		}
-		rest[j] = rest[j+1] + sc.ub[j]
 	}
+	n := len(terms)
+	rest[n] = 0
 	theta := ws.theta(&r.top, limit)
 	base := uint32(b) << blockShift
-	for w, m := range bs.masks[seg][b*blockWords : (b+1)*blockWords] {
-		for m != 0 {
-			low := uint8(w<<6 | bits.TrailingZeros64(m))
-			m &= m - 1
-			var score float64
-			matched := false
-			for j, tb := range terms {
-				if tb != nil {
-					k := cur[j]
-					for k < end[j] && tb.low[k] < low {
-						k++
-					}
-					cur[j] = k
-					if k < end[j] && tb.low[k] == low {
-						d := base | uint32(low)
-						score += ws.words[j].idf * bm25TF(tb.freq(k), tb.length(k, lens, d), ws.avgdl)
-						matched = true
-					}
-				}
-				if theta > 0 && (score+rest[j+1])*(1+pruneSlack) < theta {
-					if matched && ws.pruned != nil {
-						ws.pruned.Add(1)
-					}
-					matched = false
-					break
-				}
+	for m := bs.masks[seg][b]; m != 0; m &= m - 1 {
+		low := uint(bits.TrailingZeros64(m))
+		bit := uint64(1) << low
+		d := base | uint32(low)
+		for j := n - 1; j >= 0; j-- {
+			rest[j] = rest[j+1]
+			if mask[j]&bit != 0 {
+				rest[j] += ub[j]
 			}
-			if !matched {
+		}
+		if rest[0] == 0 {
+			continue // holds none of the words
+		}
+		if theta > 0 && rest[0]*(1+pruneSlack) < theta {
+			if ws.pruned != nil {
+				ws.pruned.Add(1)
+			}
+			continue
+		}
+		docNorm := -1.0 // bm25Norm of the document's length, once needed
+		var score float64
+		matched := true
+		for j, tm := range mask {
+			if tm&bit == 0 {
 				continue
 			}
-			r.top.Push(scoredDoc{score: score, seg: seg, doc: base | uint32(low)})
-			r.total++
-			if r.top.Len() == limit {
-				theta = max(theta, r.top.Items()[0].score)
+			tb := terms[j]
+			k := first[j] + uint32(bits.OnesCount64(tm&(bit-1)))
+			var norm float64
+			if tb.lens != nil {
+				norm = bm25Norm(tb.lens[k], avgdl)
+			} else {
+				if docNorm < 0 {
+					docNorm = bm25Norm(float64(lens[d]), avgdl)
+				}
+				norm = docNorm
+			}
+			score += idf[j] * bm25Sat(tb.freq(k), norm)
+			if theta > 0 && (score+rest[j+1])*(1+pruneSlack) < theta {
+				if ws.pruned != nil {
+					ws.pruned.Add(1)
+				}
+				matched = false
+				break
 			}
 		}
-	}
-}
-
-// anyBit reports whether any of words is not zero.
-func anyBit(words []uint64) bool {
-	for _, w := range words {
-		if w != 0 {
-			return true
+		if !matched {
+			continue
+		}
+		r.top.Push(scoredDoc{score: score, seg: seg, doc: d})
+		r.total++
+		if r.top.Len() == limit {
+			theta = max(theta, r.top.Items()[0].score)
 		}
 	}
-	return false
 }
 
 // raiseFloor makes score the floor if it is higher.
@@ -800,15 +1036,6 @@ func (ws *wordSearch) raiseFloor(score float64) {
 			return
 		}
 	}
-}
-
-// matches counts the candidates of t that hold any of the words.
-func (ws *wordSearch) matches(t segTask) uint64 {
-	lists := make([]*roaring.Bitmap, len(ws.words))
-	for k, w := range ws.words {
-		lists[k] = postingsBitmap(w.lists[t.seg])
-	}
-	return roaring.FastOr(lists...).AndCardinality(t.cand)
 }
 
 // accumulator holds the partial scores of one segment's documents, by
@@ -963,6 +1190,24 @@ func (f *docFilter) apply(i int, cand *roaring.Bitmap) *roaring.Bitmap {
 		cand = roaring.AndNot(cand, f.excluded[i])
 	}
 	return cand
+}
+
+// applyDense narrows segment i's candidates, a word per block, in place.
+func (f *docFilter) applyDense(i int, cand []uint64) {
+	tmp := make([]uint64, len(cand))
+	if f.required != nil {
+		f.required[i].WriteDenseTo(tmp)
+		for b := range cand {
+			cand[b] &= tmp[b]
+		}
+		clear(tmp)
+	}
+	if f.excluded != nil {
+		f.excluded[i].WriteDenseTo(tmp)
+		for b := range cand {
+			cand[b] &^= tmp[b]
+		}
+	}
 }
 
 // phraseFilter finds, with Bleve's searchers on snap (unscored), the
