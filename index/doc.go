@@ -175,58 +175,64 @@
 //
 // Top-k evaluation therefore reads a second form of the postings
 // (blockmax.go). The first query of a term in a segment decodes all its
-// postings once into blocks of 64 document numbers: a byte for the
-// document within its block and a byte for the frequency per posting (the
-// lengths come from fieldLength, once per segment), and per block the
-// largest tf part of BM25 its postings reach. Segments are immutable
-// (deletions only hide documents, so the maxima still bound the live
-// ones), and the blocks are kept per segment in a cache bounded to
+// postings once into blocks of 64 document numbers: per posting a byte for
+// the frequency (the lengths come from fieldLength, once per segment), and
+// per block a mask of the documents holding the term, the index of its
+// first posting and the largest tf part of BM25 its postings reach. A
+// document's posting in a block is then a bit test and a count of the
+// bits below it. Terms with postings in under a quarter of a segment's
+// blocks keep only those blocks (binary search); a term a segment lacks is
+// cached as empty. Each user's documents per segment are cached too, a
+// mask per block, so a query on warm caches reads no dictionary and
+// decodes no posting list. Segments are immutable (deletions only hide
+// documents, so the maxima still bound the live ones; a query masks the
+// deleted documents out of the user's and takes them off the document
+// frequencies), and the entries are kept in a cache bounded to
 // blockCacheBytes per index, least recently used out first, the entries
-// of merged-away segments dropped once they outnumber the live ones. A
-// query bounds each block holding candidates by the sum over its words of
-// idf times the block maximum and scores the blocks document at a time
-// (words rarest first; a document is dropped as soon as its partial sum
-// plus the maxima of the words left is below θ, the limit-th best score
-// reached): a thirty-second of them best bound first, so that θ rises
-// early, stopping as soon as the best bound left is below θ; then, unless
-// few are left above θ, the others in index order (reading blocks in
-// order is several times faster than jumping between them), skipping those
-// whose bound is below θ. Comparisons are strict with a margin far above rounding and a kept
-// document is summed in the same order as in the exhaustive evaluation
-// (zap's iterators, term at a time, kept as the reference), so results
-// are the exhaustive ones to the bit, ties included
-// (TestPruningMatchesExhaustive: 10,000 generated sessions in several
-// segments, 4 users, 1,000 load-bench queries with phrases and exclusions
-// mixed in, deletions after the blocks were cached, then a cache small
-// enough to evict; top 100, ids and scores compared with ==; 2,000
-// sessions and 300 queries under the race detector). The total matches of
-// a search (debug log only) are counted exactly only when the debug log is
-// on: it costs a union of posting bitmaps.
+// of merged-away segments dropped once they outnumber the live ones.
+//
+// A query goes through each segment block by block, all its words' entries
+// for a block read together: the user's live documents, narrowed by the
+// phrase filter and the plan, are the block's candidates, and the block's
+// bound is the sum of idf times the block maximum over the words its
+// candidates hold. It scores the blocks document at a time: a thirty-second
+// of them best bound first (picked by a histogram of the bounds), so that
+// θ, the limit-th best score reached, rises early, stopping as soon as the
+// best bound left is below θ; then, unless few are left above θ, the
+// others in index order (reading blocks in order is several times faster
+// than jumping between them), skipping those whose bound is below θ. In a
+// block, a candidate whose own words' maxima sum below θ is dropped before
+// any posting is read; the others' words are summed rarest first, and a
+// document is dropped as soon as its partial sum plus the maxima of its
+// words left is below θ. Comparisons are strict with a margin far above
+// rounding and a kept document is summed in the same order as in the
+// exhaustive evaluation (zap's iterators, term at a time, kept as the
+// reference), so results are the exhaustive ones to the bit, ties
+// included (TestPruningMatchesExhaustive: 10,000 generated sessions in
+// several segments, 4 users, 1,000 load-bench queries with phrases and
+// exclusions mixed in, deletions after the blocks were cached, then a
+// cache small enough to evict; top 100, ids and scores compared with ==;
+// 2,000 sessions and 300 queries under the race detector). The total
+// matches of a search (debug log only) are counted exactly only when the
+// debug log is on.
 //
 // Measured with TestSearchPerf (bench corpus, 4 users, limit 20, one
-// goroutine per query; 2 cores shared with other work at a load average of
-// 12-14, so wall times are upper bounds; means of two runs), CPU per query
-// went from 0.63 to 0.12 ms at 10,000 sessions, 1.38 to 0.24 ms at 30,000,
-// 4.4 to 0.42 ms at 100,000 and 14.2 to 0.81 ms at 300,000 (growth exponent
-// 0.92 before, 0.55 after), p99 at 300,000 from 181 to 4.7 ms, and the
-// slowest query's median from 65 to 2.0 ms (exponent 1.16 before, 0.69
-// after). The cache held 2.35-2.42 bytes per cached posting, 42 MiB at
-// 300,000 sessions after the load bench's 300 queries. A query on a cold
-// cache pays the decoding of its words' posting lists, about what the
-// evaluation cost before (warm-up pass at 300,000 sessions: 3.5 ms CPU per
-// query), and so does the first query of a word after a merge made a new
-// segment.
+// goroutine per query, 2 cores at a load average under 1): against the
+// first block-max evaluator (posting lists looked up and candidate bitmaps
+// built per query, a byte per posting for its place in the block, a heap
+// of every block), CPU per query at 300,000 sessions went from 0.77 to
+// 0.31-0.39 ms over the load mix, and from 1.30 to 0.60-0.67 ms for title
+// queries; at 10,000 sessions from 0.16 to 0.05-0.08 ms. The cache holds
+// about 2.4 bytes per cached posting. A query on a cold cache pays the
+// decoding of its words' posting lists, and so does the first query of a
+// word after a merge made a new segment.
 //
-// What is left grows with the candidates and the blocks: every query
-// intersects the user's documents with the selective words' posting
-// bitmaps and sums its words' maxima over every block (both linear, with
-// small constants), and title queries ("Add tests for cache stale entries
-// in data-pipeline"), whose words many sessions of similar titles share,
-// leave θ within a few percent of most blocks' bounds and score nearly
-// every block; they are the slowest (1.4 ms CPU at 300,000 sessions) and
-// grow with exponent about 0.7. Tighter bounds for them need maxima over
-// fewer documents: per user (blocks of one user's documents, or per-user
-// segments) or over sub-blocks.
+// What is left grows with the blocks and the candidates: a query reads
+// its words' entries for every block that holds the user's documents, and
+// title queries ("Add tests for cache stale entries in data-pipeline"),
+// whose words thousands of sessions of similar titles share within a few
+// percent of the best score, score about half of those blocks. Fewer,
+// denser blocks need per-user blocks (a user's documents numbered apart).
 //
 // Put analyses the documents on every core (analysis happens when the
 // documents are built, so that their length is known for fieldLength).

@@ -38,18 +38,22 @@ import (
 // distinct terms per document (its field cardinality), about a tenth of
 // the true mean on SciFact; see doc.go for what each of these cost.
 //
-// The evaluation goes in steps: look up each term's posting list in every
-// segment (lookUpWords) and weigh the terms (weigh); per segment,
-// intersect the user's documents with the plan's words and the phrase
-// filter into a candidate bitmap (segmentCandidates). Then, normally
-// (scoreBest), read each term's postings decoded once per segment into
-// blocks with their BM25 maxima (blockmax.go) and score the candidates
-// block by block, best bound first, until no block left can reach the
-// limit-th score; or, exhaustively (scoreAll, tests), decode the
-// candidates' postings through zap (candidatePostings) and accumulate
-// their scores in an array indexed by document number (scoreTasks). Keep
-// each worker's best in a top-k heap and merge them (mergeTop); load the
-// winners' ids (load). Ties are broken by index order.
+// Normally (scoreBest) the evaluation reads no posting list: each term's
+// postings in a segment, decoded once into blocks with their BM25 maxima
+// and document masks, and each user's documents come from the block cache
+// (lookUpBlocks, blockmax.go). It weighs the terms (weigh); goes through
+// each segment block by block, narrowing the user's live documents by the
+// phrase filter and the plan into candidates and bounding each block by
+// the words its candidates hold (segmentBlocks); and scores the blocks,
+// best bound first, then in index order, until no block left can reach
+// the limit-th score (scoreQueue). Exhaustively (scoreAll, tests), it
+// looks up each term's posting list in every segment (lookUpWords),
+// intersects the user's documents with the plan's words and the filter
+// into a candidate bitmap (segmentCandidates), decodes the candidates'
+// postings through zap (candidatePostings) and accumulates their scores
+// in an array indexed by document number (scoreTasks). Each worker keeps
+// its best in a top-k heap; they are merged (mergeTop) and the winners'
+// ids loaded (load). Ties are broken by index order.
 //
 // The pruned result is the exhaustive evaluation's, to the bit (see
 // pruneSlack). total is the number of the user's documents that match,
@@ -466,8 +470,9 @@ func (ws *wordSearch) scoreTasks(ctx context.Context, tasks []segTask, next *ato
 
 // Pruned evaluation (block-max MaxScore, document at a time). The
 // candidates of every segment are grouped by block (blockSize document
-// numbers); a block's bound is the sum over the words of idf times the
-// word's block maximum there (termBlocks). Let θ be the limit-th best
+// numbers); a block's bound is the sum over the words its candidates hold
+// of idf times the word's block maximum there (termBlocks). Let θ be the
+// limit-th best
 // score a worker knows is reached (its own heap's, or the highest another
 // worker's heap has reached: floor); a block whose bound is below θ
 // cannot hold a document of the top. The blocks with the best bounds are
@@ -475,10 +480,11 @@ func (ws *wordSearch) scoreTasks(ctx context.Context, tasks []segTask, next *ato
 // when the best bound left is below θ the query ends there. The others
 // are then gone through in index order, where reading the blocks'
 // postings one after the other is several times faster than jumping
-// between them, and those still above θ scored. Within a block, each
-// candidate's words are summed rarest first, and a document is dropped as
-// soon as its partial sum plus the block maxima of the words left is
-// below θ.
+// between them, and those still above θ scored. Within a block, a
+// candidate whose own words' block maxima sum below θ is dropped before
+// any posting is read; the others' words are summed rarest first, and a
+// document is dropped as soon as its partial sum plus the block maxima of
+// its words left is below θ.
 //
 // The comparisons are strict and the bounds carry a margin (pruneSlack)
 // far above the rounding of a sum of at most MaxQueryTerms terms, so a
