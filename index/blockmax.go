@@ -178,20 +178,35 @@ func buildTermBlocks(seg segment.Segment, segLens []uint32, term string, avgdl f
 	if len(tb.blk) > 0 {
 		tb.blk[len(tb.blk)-1].bound = roundUp32(maximum)
 	}
-	if float64(len(tb.ids)) >= denseShare*float64(blocks) {
-		dense := make([]blockInfo, blocks)
-		for i, b := range tb.ids {
-			dense[b] = tb.blk[i]
-		}
-		tb.blk, tb.ids = dense, nil
-	} else {
-		tb.blk = slices.Clip(tb.blk)
-		tb.ids = slices.Clip(tb.ids)
-	}
+	tb.setForm(blocks, float64(len(tb.ids)) >= denseShare*float64(blocks))
 	if !agree {
 		tb.lens = lens
 	}
 	return tb, nil
+}
+
+// setForm keeps tb's blocks dense (an entry for each of the segment's
+// blocks) or sparse (only those with postings).
+func (tb *termBlocks) setForm(blocks int, dense bool) {
+	switch {
+	case dense && tb.ids != nil:
+		all := make([]blockInfo, blocks)
+		for i, b := range tb.ids {
+			all[b] = tb.blk[i]
+		}
+		tb.blk, tb.ids = all, nil
+	case !dense && tb.ids == nil:
+		var blk []blockInfo
+		ids := []uint32{}
+		for b, bi := range tb.blk {
+			if bi.mask != 0 {
+				blk, ids = append(blk, bi), append(ids, uint32(b))
+			}
+		}
+		tb.blk, tb.ids = blk, ids
+	default:
+		tb.blk, tb.ids = slices.Clip(tb.blk), slices.Clip(tb.ids)
+	}
 }
 
 // roundUp32 returns the smallest float32 not below x.
