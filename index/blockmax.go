@@ -430,7 +430,6 @@ func (c *blockCache) termBlocks(seg segment.Segment, segLens []uint32, term stri
 // ones included), a word per block, cached.
 func (c *blockCache) userMasks(seg segment.Segment, user string) ([]uint64, error) {
 	v, err := c.get(blockKey{seg: seg, name: user, kind: keyUser}, nil, func() (any, int64, error) {
-		masks := make([]uint64, (int(seg.Count())+blockMask)>>blockShift)
 		d, err := seg.Dictionary(fieldUser)
 		if err != nil {
 			return nil, 0, err
@@ -439,19 +438,7 @@ func (c *blockCache) userMasks(seg segment.Segment, user string) ([]uint64, erro
 		if err != nil {
 			return nil, 0, err
 		}
-		it := pl.Iterator(false, false, false, nil)
-		for {
-			p, err := it.Next()
-			if err != nil {
-				return nil, 0, err
-			}
-			if p == nil {
-				break
-			}
-			if n := p.Number(); int(n>>blockShift) < len(masks) {
-				masks[n>>blockShift] |= 1 << (n & blockMask)
-			}
-		}
+		masks := denseMasks(postingsBitmap(pl), (int(seg.Count())+blockMask)>>blockShift)
 		return masks, 8*int64(len(masks)) + 128, nil
 	})
 	if err != nil {

@@ -237,8 +237,7 @@ func lookUpBlocks(cache *blockCache, segs []*scorch.SegmentSnapshot, userID stri
 		}
 		var del []uint64 // the deleted documents, a word per block
 		if d := s.Deleted(); d != nil && !d.IsEmpty() {
-			del = make([]uint64, len(users))
-			d.WriteDenseTo(del)
+			del = denseMasks(d, len(users))
 			ws.live[i] = make([]uint64, len(users))
 			for b, m := range users {
 				ws.live[i][b] = m &^ del[b]
@@ -328,6 +327,14 @@ func (ws *wordSearch) segmentCandidates(i int, plan wordsPlan) *roaring.Bitmap {
 		}
 	}
 	return cand
+}
+
+// denseMasks returns the documents of bm, a word per block of blocks
+// (bm holds no document beyond them).
+func denseMasks(bm *roaring.Bitmap, blocks int) []uint64 {
+	masks := make([]uint64, blocks)
+	bm.WriteDenseTo(masks)
+	return masks
 }
 
 // postingsBitmap returns the documents of a posting list (deleted ones
@@ -538,14 +545,6 @@ type arena struct {
 
 var arenas = sync.Pool{New: func() any { return new(arena) }}
 
-// grow returns s with length n, its contents undefined.
-func grow[T any](s []T, n int) []T {
-	if cap(s) < n {
-		return make([]T, n)
-	}
-	return s[:n]
-}
-
 // queued is blocks[k] in the queue, with its bound.
 type queued struct {
 	ub float64
@@ -601,7 +600,7 @@ func (ws *wordSearch) prepareBlocks(plan wordsPlan) (bs *blockSearch, total uint
 		blocks += len(live)
 	}
 	a := bs.arena
-	a.blocks, a.cand = a.blocks[:0], grow(a.cand, blocks)
+	a.blocks, a.cand = a.blocks[:0], slices.Grow(a.cand[:0], blocks)[:blocks]
 	bs.lo, bs.hi = math.Inf(1), 0
 	off := 0
 	for i := range ws.segs {
@@ -617,7 +616,7 @@ func (ws *wordSearch) prepareBlocks(plan wordsPlan) (bs *blockSearch, total uint
 		total += ws.segmentBlocks(i, plan, bs, cand)
 	}
 	bs.blocks = a.blocks
-	a.taken = grow(a.taken, len(bs.blocks))
+	a.taken = slices.Grow(a.taken[:0], len(bs.blocks))[:len(bs.blocks)]
 	clear(a.taken)
 	bs.taken = a.taken
 	bs.queue = bs.best(max(minProbes, int(float64(len(bs.blocks))*probeShare)))
@@ -642,12 +641,10 @@ func (ws *wordSearch) segmentBlocks(i int, plan wordsPlan, bs *blockSearch, cand
 	var required, excluded []uint64 // the phrase filter, a word per block
 	if f := ws.filter; f != nil {
 		if f.required != nil {
-			required = make([]uint64, len(cand))
-			f.required[i].WriteDenseTo(required)
+			required = denseMasks(f.required[i], len(cand))
 		}
 		if f.excluded != nil {
-			excluded = make([]uint64, len(cand))
-			f.excluded[i].WriteDenseTo(excluded)
+			excluded = denseMasks(f.excluded[i], len(cand))
 		}
 	}
 	type word struct {
@@ -748,13 +745,18 @@ func (bs *blockSearch) best(p int) []queued {
 			q = append(q, queued{ub: ref.ub, k: int32(k)})
 		}
 	}
+	sortQueue(q)
+	return q[max(0, len(q)-p):]
+}
+
+// sortQueue orders q best last, the order the queue is taken in.
+func sortQueue(q []queued) {
 	slices.SortFunc(q, func(a, b queued) int {
 		if a.before(b) {
 			return -1
 		}
 		return 1
 	})
-	return q[max(0, len(q)-p):]
 }
 
 // before reports whether q comes out of the queue after o: a lower bound,
@@ -867,12 +869,7 @@ func (bs *blockSearch) above(theta float64) []queued {
 	if q == nil {
 		q = []queued{} // none above: not nil, which would mean too many
 	}
-	slices.SortFunc(q, func(a, b queued) int {
-		if a.before(b) {
-			return -1
-		}
-		return 1
-	})
+	sortQueue(q)
 	return q
 }
 
@@ -1196,24 +1193,6 @@ func (f *docFilter) apply(i int, cand *roaring.Bitmap) *roaring.Bitmap {
 		cand = roaring.AndNot(cand, f.excluded[i])
 	}
 	return cand
-}
-
-// applyDense narrows segment i's candidates, a word per block, in place.
-func (f *docFilter) applyDense(i int, cand []uint64) {
-	tmp := make([]uint64, len(cand))
-	if f.required != nil {
-		f.required[i].WriteDenseTo(tmp)
-		for b := range cand {
-			cand[b] &= tmp[b]
-		}
-		clear(tmp)
-	}
-	if f.excluded != nil {
-		f.excluded[i].WriteDenseTo(tmp)
-		for b := range cand {
-			cand[b] &^= tmp[b]
-		}
-	}
 }
 
 // phraseFilter finds, with Bleve's searchers on snap (unscored), the
