@@ -4,10 +4,12 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"strconv"
 	"sync"
 
+	"github.com/RoaringBitmap/roaring/v2"
 	segment "github.com/blevesearch/scorch_segment_api/v2"
 )
 
@@ -23,12 +25,20 @@ import (
 // promising first, and find a document's posting in a block with a bit
 // test and a count of the bits below it.
 //
+// A query reads only its user's documents, so blocks are cut in each
+// user's view of a segment (userDocs): the user's documents numbered by
+// rank, 64 of the user's own to a block, whatever the other users wrote
+// between them. With U users sharing an index a query then goes through
+// U times fewer blocks, each as dense in candidates as if the user were
+// alone, and bounded by the user's postings only.
+//
 // Segments are immutable (deletions only hide documents, so a maximum over
 // all of a segment's postings still bounds the live ones), so the blocks
-// are built on a term's first query in a segment and kept in a blockCache,
-// bounded in bytes, until they are the least recently used. So are each
-// segment's document lengths and each user's documents (userMasks): a
-// query on warm caches reads no dictionary and decodes no posting list.
+// are built on a term's first query by a user in a segment and kept in a
+// blockCache, bounded in bytes, until they are the least recently used.
+// So are each segment's document lengths, each user's view of it and each
+// term's documents (for the document frequency, which counts every user's):
+// a query on warm caches reads no dictionary and decodes no posting list.
 const (
 	// A block is one uint64 of a bitmap: its masks are single words.
 	blockShift = 6
@@ -52,9 +62,12 @@ type blockInfo struct {
 	bound float32 // the largest bm25TF of its postings at avgdl0, rounded up
 }
 
-// termBlocks is one term's postings in one segment, all of them (deleted
-// documents included), in blocks of blockSize document numbers.
+// termBlocks is one term's postings in one user's documents of a segment
+// (userDocs), deleted ones included, in blocks of blockSize ranks.
 type termBlocks struct {
+	// all is the term's postings in the segment, every user's (deleted
+	// documents included): the document frequency counts them.
+	all uint64
 	// blk holds by block (dense: ids nil) or by ids index (sparse: ids
 	// lists the blocks with postings, ascending) what the term holds there.
 	blk []blockInfo
@@ -73,7 +86,8 @@ func (tb *termBlocks) size() int64 {
 		8*int64(len(tb.lens)) + 16*int64(len(tb.big)) + 128
 }
 
-// postings returns the number of postings, deleted documents' included.
+// postings returns the number of the user's postings, deleted documents'
+// included.
 func (tb *termBlocks) postings() int { return len(tb.tf) }
 
 // at returns what the term holds in block b (nothing: a zero mask).
@@ -118,10 +132,10 @@ func (tb *termBlocks) scaleAt(avgdl float64) float64 {
 	return max(1, avgdl/tb.avgdl0)
 }
 
-// buildTermBlocks decodes term's postings in seg. segLens are the
-// segment's document lengths (documentLengths), avgdl the mean length the
-// maxima are computed at. A term the segment lacks gets empty blocks.
-func buildTermBlocks(seg segment.Segment, segLens []uint32, term string, avgdl float64) (*termBlocks, error) {
+// buildTermBlocks decodes term's postings in u's documents of seg; avgdl
+// is the mean length the maxima are computed at. A term the user's
+// documents lack gets empty blocks.
+func buildTermBlocks(seg segment.Segment, u *userDocs, term string, avgdl float64) (*termBlocks, error) {
 	dict, err := seg.Dictionary(fieldText)
 	if err != nil {
 		return nil, err
@@ -130,12 +144,11 @@ func buildTermBlocks(seg segment.Segment, segLens []uint32, term string, avgdl f
 	if err != nil {
 		return nil, err
 	}
-	blocks := (int(seg.Count()) + blockMask) >> blockShift
-	n := int(pl.Count())
-	tb := &termBlocks{ids: []uint32{}, tf: make([]uint8, 0, n), avgdl0: avgdl}
+	blocks := u.blocks()
+	tb := &termBlocks{all: pl.Count(), ids: []uint32{}, avgdl0: avgdl}
 	var maximum float64 // of the last block
-	lens := make([]float64, 0, n)
-	agree := true // every length equals the segment's
+	var lens []float64
+	agree := true // every length equals the length field's
 	it := pl.Iterator(true, true, false, nil)
 	for {
 		p, err := it.Next()
@@ -146,10 +159,14 @@ func buildTermBlocks(seg segment.Segment, segLens []uint32, term string, avgdl f
 			break
 		}
 		d := p.Number()
-		b := uint32(d >> blockShift)
-		if int(b) >= blocks {
+		if d >= seg.Count() {
 			return nil, fmt.Errorf("term %q: posting of document %d beyond the segment's %d", term, d, seg.Count())
 		}
+		r, ok := u.rank(uint32(d))
+		if !ok {
+			continue // another user's
+		}
+		b := r >> blockShift
 		k := uint32(len(tb.tf))
 		if last := len(tb.ids) - 1; last < 0 || tb.ids[last] != b {
 			if last >= 0 {
@@ -159,7 +176,7 @@ func buildTermBlocks(seg segment.Segment, segLens []uint32, term string, avgdl f
 			tb.blk = append(tb.blk, blockInfo{first: k})
 			maximum = 0
 		}
-		tb.blk[len(tb.blk)-1].mask |= 1 << (d & blockMask)
+		tb.blk[len(tb.blk)-1].mask |= 1 << (r & blockMask)
 		f := p.Frequency()
 		if f < math.MaxUint8 {
 			tb.tf = append(tb.tf, uint8(f))
@@ -172,7 +189,7 @@ func buildTermBlocks(seg segment.Segment, segLens []uint32, term string, avgdl f
 		}
 		l := postingLength(p.Norm())
 		lens = append(lens, l)
-		agree = agree && int(d) < len(segLens) && float64(segLens[d]) == l
+		agree = agree && float64(u.lens[r]) == l
 		maximum = max(maximum, bm25TF(tb.freq(k), l, avgdl))
 	}
 	if len(tb.blk) > 0 {
@@ -216,6 +233,107 @@ func roundUp32(x float64) float32 {
 		f = math.Nextafter32(f, float32(math.Inf(1)))
 	}
 	return f
+}
+
+// userDocs is one user's view of a segment: the user's documents (deleted
+// ones included) numbered by rank, in the segment's order.
+type userDocs struct {
+	docs []uint32 // by rank: the document's number in the segment
+	lens []uint32 // by rank: the document's length
+	// masks holds the user's documents by segment block, and ranks the
+	// rank of each segment block's first one: rank looks a number up.
+	masks []uint64
+	ranks []uint32
+	full  []uint64 // every rank, a word per block: see all
+}
+
+// buildUserDocs returns the view of seg of the user whose documents are
+// bm; segLens are seg's document lengths (documentLengths).
+func buildUserDocs(seg segment.Segment, segLens []uint32, bm *roaring.Bitmap) *userDocs {
+	blocks := (int(seg.Count()) + blockMask) >> blockShift
+	u := &userDocs{docs: bm.ToArray(), masks: denseMasks(bm, blocks), ranks: make([]uint32, blocks)}
+	u.lens = make([]uint32, len(u.docs))
+	for r, d := range u.docs {
+		if int(d) < len(segLens) {
+			u.lens[r] = segLens[d]
+		}
+	}
+	var n uint32
+	for b, m := range u.masks {
+		u.ranks[b] = n
+		n += uint32(bits.OnesCount64(m))
+	}
+	u.full = make([]uint64, u.blocks())
+	for b := range u.full {
+		u.full[b] = ^uint64(0)
+	}
+	if tail := len(u.docs) & blockMask; tail != 0 {
+		u.full[len(u.full)-1] = 1<<tail - 1
+	}
+	return u
+}
+
+// rank returns the rank of document d among the user's, false when d is
+// not the user's.
+func (u *userDocs) rank(d uint32) (uint32, bool) {
+	b := int(d >> blockShift)
+	if b >= len(u.masks) {
+		return 0, false
+	}
+	bit := uint64(1) << (d & blockMask)
+	m := u.masks[b]
+	if m&bit == 0 {
+		return 0, false
+	}
+	return u.ranks[b] + uint32(bits.OnesCount64(m&(bit-1))), true
+}
+
+// blocks returns the number of blocks the user's documents fill.
+func (u *userDocs) blocks() int { return (len(u.docs) + blockMask) >> blockShift }
+
+// rankMasks returns those of the documents of bm that are the user's, by
+// rank, a word per block.
+func (u *userDocs) rankMasks(bm *roaring.Bitmap) []uint64 {
+	masks := make([]uint64, u.blocks())
+	set := func(r uint32) { masks[r>>blockShift] |= 1 << (r & blockMask) }
+	if bm.IsEmpty() {
+		return masks
+	}
+	if int(bm.Maximum()) >= len(u.masks)<<blockShift { // not the segment's
+		it := bm.Iterator()
+		for it.HasNext() {
+			if r, ok := u.rank(it.Next()); ok {
+				set(r)
+			}
+		}
+		return masks
+	}
+	for b, m := range denseMasks(bm, len(u.masks)) {
+		mine := u.masks[b]
+		for m &= mine; m != 0; m &= m - 1 {
+			low := m & -m
+			set(u.ranks[b] + uint32(bits.OnesCount64(mine&(low-1))))
+		}
+	}
+	return masks
+}
+
+// live returns the user's documents not in deleted (nil: none), by rank,
+// a word per block. The caller must not modify it.
+func (u *userDocs) live(deleted *roaring.Bitmap) []uint64 {
+	if deleted == nil {
+		return u.full
+	}
+	masks := slices.Clone(u.full)
+	for b, m := range u.rankMasks(deleted) {
+		masks[b] &^= m
+	}
+	return masks
+}
+
+// size is the memory u holds, in bytes.
+func (u *userDocs) size() int64 {
+	return 8*int64(len(u.docs)) + 12*int64(len(u.masks)) + 8*int64(len(u.full)) + 128
 }
 
 // documentLengths returns the length of each of seg's documents (deleted
@@ -273,12 +391,14 @@ type blockCache struct {
 	limit   int64 // 0: blockCacheBytes (tests set less)
 }
 
-// blockKey names a term's blocks in a segment (kind keyTerm), the
-// segment's document lengths (keyLengths, name empty) or a user's
-// documents in it (keyUser, name the user).
+// blockKey names a term's blocks in a user's documents of a segment (kind
+// keyTerm, name the term), the segment's document lengths (keyLengths), a
+// user's view of it (keyUser) or the documents holding a term, every
+// user's (keyTermDocs, name the term).
 type blockKey struct {
 	seg  segment.Segment
 	name string
+	user string
 	kind keyKind
 }
 
@@ -288,11 +408,12 @@ const (
 	keyTerm keyKind = iota
 	keyLengths
 	keyUser
+	keyTermDocs
 )
 
 type blockEntry struct {
 	done chan struct{} // closed when val and err are set
-	val  any           // *termBlocks, []uint32 (lengths) or []uint64 (user)
+	val  any           // *termBlocks, []uint32 (lengths), *userDocs or *roaring.Bitmap
 	err  error
 	size int64
 	used uint64 // tick of the last use
@@ -410,11 +531,11 @@ func (c *blockCache) lengths(seg segment.Segment) ([]uint32, error) {
 	return v.([]uint32), nil
 }
 
-// termBlocks returns term's blocks in seg, cached.
-func (c *blockCache) termBlocks(seg segment.Segment, segLens []uint32, term string, avgdl float64) (*termBlocks, error) {
+// termBlocks returns term's blocks in user's documents of seg (u), cached.
+func (c *blockCache) termBlocks(seg segment.Segment, user string, u *userDocs, term string, avgdl float64) (*termBlocks, error) {
 	stale := func(v any) bool { return avgdl > v.(*termBlocks).avgdl0*boundDrift }
-	v, err := c.get(blockKey{seg: seg, name: term}, stale, func() (any, int64, error) {
-		tb, err := buildTermBlocks(seg, segLens, term, avgdl)
+	v, err := c.get(blockKey{seg: seg, name: term, user: user}, stale, func() (any, int64, error) {
+		tb, err := buildTermBlocks(seg, u, term, avgdl)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -426,25 +547,56 @@ func (c *blockCache) termBlocks(seg segment.Segment, segLens []uint32, term stri
 	return v.(*termBlocks), nil
 }
 
-// userMasks returns the documents of seg that belong to user (deleted
-// ones included), a word per block, cached.
-func (c *blockCache) userMasks(seg segment.Segment, user string) ([]uint64, error) {
-	v, err := c.get(blockKey{seg: seg, name: user, kind: keyUser}, nil, func() (any, int64, error) {
-		d, err := seg.Dictionary(fieldUser)
+// userDocs returns user's view of seg (deleted documents included),
+// cached.
+func (c *blockCache) userDocs(seg segment.Segment, user string) (*userDocs, error) {
+	v, err := c.get(blockKey{seg: seg, user: user, kind: keyUser}, nil, func() (any, int64, error) {
+		lens, err := c.lengths(seg)
 		if err != nil {
 			return nil, 0, err
 		}
-		pl, err := d.PostingsList([]byte(user), nil, nil)
+		bm, err := termDocs(seg, fieldUser, user)
 		if err != nil {
 			return nil, 0, err
 		}
-		masks := denseMasks(postingsBitmap(pl), (int(seg.Count())+blockMask)>>blockShift)
-		return masks, 8*int64(len(masks)) + 128, nil
+		u := buildUserDocs(seg, lens, bm)
+		return u, u.size(), nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return v.([]uint64), nil
+	return v.(*userDocs), nil
+}
+
+// termDocs returns the documents of seg holding term, every user's and
+// deleted ones included, cached: the postings of deleted documents come
+// off the document frequency.
+func (c *blockCache) termDocs(seg segment.Segment, term string) (*roaring.Bitmap, error) {
+	v, err := c.get(blockKey{seg: seg, name: term, kind: keyTermDocs}, nil, func() (any, int64, error) {
+		bm, err := termDocs(seg, fieldText, term)
+		if err != nil {
+			return nil, 0, err
+		}
+		return bm, int64(bm.GetSizeInBytes()) + 128, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*roaring.Bitmap), nil
+}
+
+// termDocs returns the documents of seg whose field holds term, deleted
+// ones included, in a bitmap of their own (not the segment's memory).
+func termDocs(seg segment.Segment, field, term string) (*roaring.Bitmap, error) {
+	d, err := seg.Dictionary(field)
+	if err != nil {
+		return nil, err
+	}
+	pl, err := d.PostingsList([]byte(term), nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	return postingsBitmap(pl).Clone(), nil
 }
 
 // retain drops the entries of segments other than live (those merged

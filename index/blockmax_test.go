@@ -29,13 +29,15 @@ func snapshotSegments(t *testing.T, ix *Index) ([]*scorch.SegmentSnapshot, func(
 }
 
 // TestTermBlocksHoldEveryPosting checks, for terms from very common to
-// rare, that the blocks give back every posting's frequency and length as
-// zap decodes them, and that each block's maximum, scaled for the mean
-// length (scaleAt), bounds the tf part of BM25 of each of its postings at
-// mean lengths below, at and above the one it was computed at.
+// rare and for each user, that the blocks give back every posting of the
+// user's documents, with its frequency and length as zap decodes them, at
+// the document's rank among the user's; that each block's maximum, scaled
+// for the mean length (scaleAt), bounds the tf part of BM25 of each of its
+// postings at mean lengths below, at and above the one it was computed at;
+// and that the users' blocks hold all of the term's postings between them.
 func TestTermBlocksHoldEveryPosting(t *testing.T) {
 	ix := openTest(t, "")
-	putGenCorpus(t, ix, 600)
+	users, _ := putGenCorpus(t, ix, 600)
 	segs, release := snapshotSegments(t, ix)
 	defer release()
 	avgdl, err := ix.sessionLengths.avgLength(segs)
@@ -62,66 +64,32 @@ func TestTermBlocksHoldEveryPosting(t *testing.T) {
 				terms = append(terms, e.Term)
 			}
 		}
-		for _, term := range terms {
-			tb, err := buildTermBlocks(seg, lens, term, avgdl)
+		views := make([]*userDocs, len(users))
+		for i, user := range users {
+			bm, err := termDocs(seg, fieldUser, user)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tb.lens != nil {
-				t.Errorf("%q: the length field disagrees with the norms", term)
-			}
+			views[i] = buildUserDocs(seg, lens, bm)
+		}
+		for _, term := range terms {
 			pl, err := dict.PostingsList([]byte(term), nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got, want := len(tb.tf), int(pl.Count()); got != want {
-				t.Fatalf("%q: %d postings in blocks, %d in the segment", term, got, want)
+			held := 0
+			for _, u := range views {
+				tb := checkTermBlocks(t, seg, u, pl, term, avgdl)
+				if tb.all != pl.Count() {
+					t.Fatalf("%q: %d postings in the segment, blocks say %d", term, pl.Count(), tb.all)
+				}
+				held += tb.postings()
+				converted++
 			}
-			inMasks := 0
-			tb.each(func(_ int, bi blockInfo) { inMasks += bits.OnesCount64(bi.mask) })
-			if inMasks != len(tb.tf) {
-				t.Fatalf("%q: %d documents in the masks, %d postings", term, inMasks, len(tb.tf))
+			if held != int(pl.Count()) {
+				t.Fatalf("%q: the users' blocks hold %d postings, the segment %d", term, held, pl.Count())
 			}
-			// The other form holds the same blocks.
-			blocks := (int(seg.Count()) + blockMask) >> blockShift
-			other := *tb
-			other.setForm(blocks, tb.ids != nil)
-			for b := range blocks {
-				if tb.at(b) != other.at(b) {
-					t.Fatalf("%q block %d: %+v dense, %+v sparse", term, b, tb.at(b), other.at(b))
-				}
-			}
-			converted++
-			it := pl.Iterator(true, true, false, nil)
-			for k := uint32(0); ; k++ {
-				p, err := it.Next()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if p == nil {
-					break
-				}
-				d := uint32(p.Number())
-				b := d >> blockShift
-				bi := tb.at(int(b))
-				if m := bi.mask; m&(1<<(d&blockMask)) == 0 || bi.first+uint32(bits.OnesCount64(m&(1<<(d&blockMask)-1))) != k {
-					t.Fatalf("%q: posting %d (document %d) not where block %d says", term, k, d, b)
-				}
-				tf, l := float64(p.Frequency()), postingLength(p.Norm())
-				length := float64(lens[d])
-				if tb.lens != nil {
-					length = tb.lens[k]
-				}
-				if tb.freq(k) != tf || length != l {
-					t.Fatalf("%q document %d: tf %v length %v, want %v %v", term, d, tb.freq(k), length, tf, l)
-				}
-				for _, a := range []float64{avgdl / 2, avgdl, avgdl * 1.09, avgdl * 3} {
-					if bound := float64(bi.bound) * tb.scaleAt(a); bm25TF(tf, l, a) > bound {
-						t.Fatalf("%q document %d at mean length %v: tf part %v above the bound %v", term, d, a, bm25TF(tf, l, a), bound)
-					}
-				}
-				checked++
-			}
+			checked += held
 		}
 	}
 	if checked < 1000 || converted == 0 {
@@ -129,23 +97,94 @@ func TestTermBlocksHoldEveryPosting(t *testing.T) {
 	}
 }
 
+// checkTermBlocks builds term's blocks in u's documents of seg and checks
+// them against the term's posting list pl (see
+// TestTermBlocksHoldEveryPosting).
+func checkTermBlocks(t *testing.T, seg segment.Segment, u *userDocs, pl segment.PostingsList, term string, avgdl float64) *termBlocks {
+	t.Helper()
+	tb, err := buildTermBlocks(seg, u, term, avgdl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tb.lens != nil {
+		t.Errorf("%q: the length field disagrees with the norms", term)
+	}
+	inMasks := 0
+	tb.each(func(_ int, bi blockInfo) { inMasks += bits.OnesCount64(bi.mask) })
+	if inMasks != len(tb.tf) {
+		t.Fatalf("%q: %d documents in the masks, %d postings", term, inMasks, len(tb.tf))
+	}
+	// The other form holds the same blocks.
+	blocks := u.blocks()
+	other := *tb
+	other.setForm(blocks, tb.ids != nil)
+	for b := range blocks {
+		if tb.at(b) != other.at(b) {
+			t.Fatalf("%q block %d: %+v dense, %+v sparse", term, b, tb.at(b), other.at(b))
+		}
+	}
+	it := pl.Iterator(true, true, false, nil)
+	for k := uint32(0); ; {
+		p, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p == nil {
+			if int(k) != tb.postings() {
+				t.Fatalf("%q: %d of the user's postings in the segment, %d in blocks", term, k, tb.postings())
+			}
+			break
+		}
+		d, ok := u.rank(uint32(p.Number()))
+		if !ok {
+			continue // another user's
+		}
+		if u.docs[d] != uint32(p.Number()) {
+			t.Fatalf("document %d has rank %d, which names document %d", p.Number(), d, u.docs[d])
+		}
+		b := d >> blockShift
+		bi := tb.at(int(b))
+		if m := bi.mask; m&(1<<(d&blockMask)) == 0 || bi.first+uint32(bits.OnesCount64(m&(1<<(d&blockMask)-1))) != k {
+			t.Fatalf("%q: posting %d (rank %d) not where block %d says", term, k, d, b)
+		}
+		tf, l := float64(p.Frequency()), postingLength(p.Norm())
+		length := float64(u.lens[d])
+		if tb.lens != nil {
+			length = tb.lens[k]
+		}
+		if tb.freq(k) != tf || length != l {
+			t.Fatalf("%q document %d: tf %v length %v, want %v %v", term, d, tb.freq(k), length, tf, l)
+		}
+		for _, a := range []float64{avgdl / 2, avgdl, avgdl * 1.09, avgdl * 3} {
+			if bound := float64(bi.bound) * tb.scaleAt(a); bm25TF(tf, l, a) > bound {
+				t.Fatalf("%q document %d at mean length %v: tf part %v above the bound %v", term, d, a, bm25TF(tf, l, a), bound)
+			}
+		}
+		k++
+	}
+	return tb
+}
+
 // TestBlockCache checks that the cache builds an entry once, rebuilds it
 // when the mean length has drifted, evicts the least recently used to stay
 // within its limit, and drops the entries of segments no longer live.
 func TestBlockCache(t *testing.T) {
 	ix := openTest(t, "")
-	putGenCorpus(t, ix, 300)
+	users, _ := putGenCorpus(t, ix, 300)
 	segs, release := snapshotSegments(t, ix)
 	defer release()
 	seg := segs[0].Segment()
 	var c blockCache
-	lens, err := c.lengths(seg)
+	u, err := c.userDocs(seg, users[0])
 	if err != nil {
 		t.Fatal(err)
 	}
+	if again, err := c.userDocs(seg, users[0]); err != nil || again != u {
+		t.Fatalf("a user's documents were built again (%v)", err)
+	}
 	get := func(term string, avgdl float64) *termBlocks {
 		t.Helper()
-		tb, err := c.termBlocks(seg, lens, term, avgdl)
+		tb, err := c.termBlocks(seg, users[0], u, term, avgdl)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -164,8 +203,8 @@ func TestBlockCache(t *testing.T) {
 
 	// Eviction: the limit holds, and the entry used last stays.
 	entries, bytes, _ := c.stats()
-	if entries != 3 { // the lengths, "the" and "nosuchterm"
-		t.Fatalf("%d entries, want 3", entries)
+	if entries != 4 { // the lengths, the user's documents, "the" and "nosuchterm"
+		t.Fatalf("%d entries, want 4", entries)
 	}
 	c.setLimit(bytes - 1)
 	if _, got, _ := c.stats(); got > bytes-1 {
@@ -174,9 +213,9 @@ func TestBlockCache(t *testing.T) {
 	for _, term := range []string{"test", "retri", "backoff", "webhook", "config", "the"} {
 		get(term, 100)
 	}
-	c.setLimit(get("the", 100).size() + 4*int64(len(lens)))
+	c.setLimit(2 * get("the", 100).size())
 	c.mu.Lock()
-	_, kept := c.entries[blockKey{seg: seg, name: "the"}]
+	_, kept := c.entries[blockKey{seg: seg, name: "the", user: users[0]}]
 	c.mu.Unlock()
 	if !kept {
 		t.Error("the entry used last was evicted")

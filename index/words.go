@@ -151,10 +151,10 @@ type evaluation struct {
 type wordSearch struct {
 	segs  []*scorch.SegmentSnapshot
 	users []segment.PostingsList // the user's documents, by segment (exhaustive)
-	// live holds, by segment, the user's live documents, a word per
-	// block, and lens the documents' lengths (pruned: lookUpBlocks).
+	// views holds, by segment, the user's documents by rank (userDocs),
+	// and live the live ones, a word per block (pruned: lookUpBlocks).
+	views  []*userDocs
 	live   [][]uint64
-	lens   [][]uint32
 	words  []wordPostings
 	filter *docFilter // nil: no phrase or exclusion
 	// maxDocs is the largest segment's document count.
@@ -211,53 +211,48 @@ func lookUpWords(segs []*scorch.SegmentSnapshot, userID string, terms []string) 
 }
 
 // lookUpBlocks reads, in every segment, the user's documents and each
-// term's blocks, all from the block cache (built on a miss), and adds up
-// the document frequencies: the live postings, those of deleted documents
-// taken off.
+// term's blocks in them, all from the block cache (built on a miss), and
+// adds up the document frequencies: the term's postings, every user's,
+// those of deleted documents taken off.
 func lookUpBlocks(cache *blockCache, segs []*scorch.SegmentSnapshot, userID string, terms []string, avgdl float64) (*wordSearch, error) {
 	live := make([]segment.Segment, len(segs))
 	for i, s := range segs {
 		live[i] = s.Segment()
 	}
 	cache.retain(live)
-	ws := &wordSearch{segs: segs, live: make([][]uint64, len(segs)), lens: make([][]uint32, len(segs)), words: make([]wordPostings, len(terms))}
+	ws := &wordSearch{segs: segs, views: make([]*userDocs, len(segs)), live: make([][]uint64, len(segs)), words: make([]wordPostings, len(terms))}
 	for j, t := range terms {
 		ws.words[j] = wordPostings{term: t, blocks: make([]*termBlocks, len(segs))}
 	}
 	for i, s := range segs {
 		seg := s.Segment()
-		lens, err := cache.lengths(seg)
+		u, err := cache.userDocs(seg, userID)
 		if err != nil {
 			return nil, err
 		}
-		ws.lens[i] = lens
-		users, err := cache.userMasks(seg, userID)
-		if err != nil {
-			return nil, err
+		ws.views[i] = u
+		del := s.Deleted()
+		if del != nil && del.IsEmpty() {
+			del = nil
 		}
-		var del []uint64 // the deleted documents, a word per block
-		if d := s.Deleted(); d != nil && !d.IsEmpty() {
-			del = denseMasks(d, len(users))
-			ws.live[i] = make([]uint64, len(users))
-			for b, m := range users {
-				ws.live[i][b] = m &^ del[b]
-			}
-		} else {
-			ws.live[i] = users // not modified
-		}
+		ws.live[i] = u.live(del)
 		for j := range ws.words {
 			w := &ws.words[j]
-			tb, err := cache.termBlocks(seg, lens, w.term, avgdl)
+			tb, err := cache.termBlocks(seg, userID, u, w.term, avgdl)
 			if err != nil {
 				return nil, fmt.Errorf("blocks of %q: %w", w.term, err)
 			}
-			n := tb.postings()
-			if del != nil {
-				tb.each(func(b int, bi blockInfo) { n -= bits.OnesCount64(bi.mask & del[b]) })
+			n := tb.all
+			if del != nil && n > 0 {
+				docs, err := cache.termDocs(seg, w.term)
+				if err != nil {
+					return nil, fmt.Errorf("documents of %q: %w", w.term, err)
+				}
+				n -= docs.AndCardinality(del)
 			}
-			if n > 0 {
+			w.df += n
+			if tb.postings() > 0 {
 				w.blocks[i] = tb
-				w.df += uint64(n)
 			}
 		}
 	}
@@ -513,7 +508,7 @@ type blockRef struct {
 type blockSearch struct {
 	terms [][]*termBlocks // by segment, by word; nil: no live posting there
 	coef  [][]float64     // by segment, by word: idf times termBlocks.scaleAt
-	lens  [][]uint32      // by segment: document lengths
+	views []*userDocs     // by segment: the user's documents
 	masks [][]uint64      // by segment: the candidates, a bit per document (a word per block)
 
 	blocks []blockRef // the blocks with candidates, in index order
@@ -593,7 +588,7 @@ func (ws *wordSearch) scoreBest(ctx context.Context, plan wordsPlan, workers, li
 // counts the candidates that hold a word (total).
 func (ws *wordSearch) prepareBlocks(plan wordsPlan) (bs *blockSearch, total uint64) {
 	n := len(ws.segs)
-	bs = &blockSearch{terms: make([][]*termBlocks, n), coef: make([][]float64, n), lens: ws.lens, masks: make([][]uint64, n),
+	bs = &blockSearch{terms: make([][]*termBlocks, n), coef: make([][]float64, n), views: ws.views, masks: make([][]uint64, n),
 		count: ws.pruned != nil, arena: arenas.Get().(*arena)}
 	blocks := 0
 	for _, live := range ws.live {
@@ -641,10 +636,10 @@ func (ws *wordSearch) segmentBlocks(i int, plan wordsPlan, bs *blockSearch, cand
 	var required, excluded []uint64 // the phrase filter, a word per block
 	if f := ws.filter; f != nil {
 		if f.required != nil {
-			required = denseMasks(f.required[i], len(cand))
+			required = ws.views[i].rankMasks(f.required[i])
 		}
 		if f.excluded != nil {
-			excluded = denseMasks(f.excluded[i], len(cand))
+			excluded = ws.views[i].rankMasks(f.excluded[i])
 		}
 	}
 	type word struct {
@@ -957,9 +952,9 @@ func (ws *wordSearch) newBlockScratch() *blockScratch {
 // bound is the sum of the block bounds of the words it holds (the masks
 // tell which, without reading a posting); it is scored only while that
 // bound, less what its words scored below theirs, can reach θ.
-func (ws *wordSearch) scoreBlock(bs *blockSearch, ref blockRef, sc *blockScratch, r *partialResult, limit int) {
+func (ws *wordSearch) scoreBlock(bs *blockSearch, ref blockRef, sc *blockScratch, res *partialResult, limit int) {
 	seg, b := int(ref.seg), int(ref.b)
-	terms, coef, lens := bs.terms[seg], bs.coef[seg], bs.lens[seg]
+	terms, coef, view := bs.terms[seg], bs.coef[seg], bs.views[seg]
 	idf, mask, first, ub, rest := sc.idf, sc.mask, sc.first, sc.ub, sc.rest
 	avgdl := ws.avgdl
 	for j, tb := range terms {
@@ -972,12 +967,12 @@ func (ws *wordSearch) scoreBlock(bs *blockSearch, ref blockRef, sc *blockScratch
 	}
 	n := len(terms)
 	rest[n] = 0
-	theta := ws.theta(&r.top, limit)
+	theta := ws.theta(&res.top, limit)
 	base := uint32(b) << blockShift
 	for m := bs.masks[seg][b]; m != 0; m &= m - 1 {
 		low := uint(bits.TrailingZeros64(m))
 		bit := uint64(1) << low
-		d := base | uint32(low)
+		r := base | uint32(low) // the document's rank
 		for j := n - 1; j >= 0; j-- {
 			rest[j] = rest[j+1]
 			if mask[j]&bit != 0 {
@@ -1007,7 +1002,7 @@ func (ws *wordSearch) scoreBlock(bs *blockSearch, ref blockRef, sc *blockScratch
 				norm = bm25Norm(tb.lens[k], avgdl)
 			} else {
 				if docNorm < 0 {
-					docNorm = bm25Norm(float64(lens[d]), avgdl)
+					docNorm = bm25Norm(float64(view.lens[r]), avgdl)
 				}
 				norm = docNorm
 			}
@@ -1023,10 +1018,10 @@ func (ws *wordSearch) scoreBlock(bs *blockSearch, ref blockRef, sc *blockScratch
 		if !matched {
 			continue
 		}
-		r.top.Push(scoredDoc{score: score, seg: seg, doc: d})
-		r.total++
-		if r.top.Len() == limit {
-			theta = max(theta, r.top.Items()[0].score)
+		res.top.Push(scoredDoc{score: score, seg: seg, doc: view.docs[r]})
+		res.total++
+		if res.top.Len() == limit {
+			theta = max(theta, res.top.Items()[0].score)
 		}
 	}
 }
