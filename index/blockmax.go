@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"unsafe"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	segment "github.com/blevesearch/scorch_segment_api/v2"
@@ -55,12 +56,34 @@ const (
 	boundDrift = 1.1
 )
 
+// A block's maximum covers 64 documents, and a query's bound for it sums
+// its words' maxima, reached by different documents: with words that most
+// documents hold, nearly every block's bound reaches θ. Each eighth of a
+// block (partSize documents) therefore keeps its own maximum too, as a
+// share of the block's in 255ths, rounded up: a byte each, and the bound
+// of a handful of documents, tight enough to pass over most of them
+// (scoreBlock).
+const (
+	partShift = 3
+	partSize  = 1 << partShift
+	parts     = blockSize / partSize
+	partMask  = 1<<partSize - 1
+	partScale = math.MaxUint8
+)
+
 // blockInfo is what a term holds in one block.
 type blockInfo struct {
 	mask  uint64  // the block's documents with a posting
 	first uint32  // the block's first posting
 	bound float32 // the largest bm25TF of its postings at avgdl0, rounded up
 }
+
+// blockParts holds, by eighth of a block, the largest bm25TF of its
+// postings as a share of the block's bound, in 255ths rounded up:
+// bound·part[e]/255 bounds them. They are kept apart from the blockInfo,
+// which every query reads for every block, and read for the blocks it
+// scores.
+type blockParts [parts]uint8
 
 // termBlocks is one term's postings in one user's documents of a segment
 // (userDocs), deleted ones included, in blocks of blockSize ranks.
@@ -70,10 +93,11 @@ type termBlocks struct {
 	all uint64
 	// blk holds by block (dense: ids nil) or by ids index (sparse: ids
 	// lists the blocks with postings, ascending) what the term holds there.
-	blk []blockInfo
-	ids []uint32
-	tf  []uint8 // by posting: its term frequency, or 255: see big
-	big map[uint32]uint32
+	blk  []blockInfo
+	part []blockParts // by the index of blk
+	ids  []uint32
+	tf   []uint8 // by posting: its term frequency, or 255: see big
+	big  map[uint32]uint32
 	// lens is nil when the segment's length field gives every posting's
 	// document length (documentLengths); otherwise it holds them by posting.
 	lens   []float64
@@ -82,7 +106,7 @@ type termBlocks struct {
 
 // size is the memory tb holds, in bytes.
 func (tb *termBlocks) size() int64 {
-	return int64(len(tb.tf)) + 16*int64(len(tb.blk)) + 4*int64(len(tb.ids)) +
+	return int64(len(tb.tf)) + int64(unsafe.Sizeof(blockInfo{})+parts)*int64(len(tb.blk)) + 4*int64(len(tb.ids)) +
 		8*int64(len(tb.lens)) + 16*int64(len(tb.big)) + 128
 }
 
@@ -92,13 +116,19 @@ func (tb *termBlocks) postings() int { return len(tb.tf) }
 
 // at returns what the term holds in block b (nothing: a zero mask).
 func (tb *termBlocks) at(b int) blockInfo {
-	if tb.ids == nil {
-		return tb.blk[b]
-	}
-	if i, ok := slices.BinarySearch(tb.ids, uint32(b)); ok {
+	if i, ok := tb.index(b); ok {
 		return tb.blk[i]
 	}
 	return blockInfo{}
+}
+
+// index returns where blk and part hold block b, false when the term has
+// no posting there (sparse).
+func (tb *termBlocks) index(b int) (int, bool) {
+	if tb.ids == nil {
+		return b, true
+	}
+	return slices.BinarySearch(tb.ids, uint32(b))
 }
 
 // each calls f with every block that holds a posting.
@@ -146,7 +176,17 @@ func buildTermBlocks(seg segment.Segment, u *userDocs, term string, avgdl float6
 	}
 	blocks := u.blocks()
 	tb := &termBlocks{all: pl.Count(), ids: []uint32{}, avgdl0: avgdl}
-	var maximum float64 // of the last block
+	var maximum float64        // of the last block
+	var partMax [parts]float64 // of the last block's eighths
+	closeBlock := func() {
+		bi := &tb.blk[len(tb.blk)-1]
+		bi.bound = roundUp32(maximum)
+		var part blockParts
+		for e, m := range partMax {
+			part[e] = partShare(m, float64(bi.bound))
+		}
+		tb.part = append(tb.part, part)
+	}
 	var lens []float64
 	agree := true // every length equals the length field's
 	it := pl.Iterator(true, true, false, nil)
@@ -170,11 +210,11 @@ func buildTermBlocks(seg segment.Segment, u *userDocs, term string, avgdl float6
 		k := uint32(len(tb.tf))
 		if last := len(tb.ids) - 1; last < 0 || tb.ids[last] != b {
 			if last >= 0 {
-				tb.blk[last].bound = roundUp32(maximum)
+				closeBlock()
 			}
 			tb.ids = append(tb.ids, b)
 			tb.blk = append(tb.blk, blockInfo{first: k})
-			maximum = 0
+			maximum, partMax = 0, [parts]float64{}
 		}
 		tb.blk[len(tb.blk)-1].mask |= 1 << (r & blockMask)
 		f := p.Frequency()
@@ -190,10 +230,13 @@ func buildTermBlocks(seg segment.Segment, u *userDocs, term string, avgdl float6
 		l := postingLength(p.Norm())
 		lens = append(lens, l)
 		agree = agree && float64(u.lens[r]) == l
-		maximum = max(maximum, bm25TF(tb.freq(k), l, avgdl))
+		x := bm25TF(tb.freq(k), l, avgdl)
+		maximum = max(maximum, x)
+		e := (r & blockMask) >> partShift
+		partMax[e] = max(partMax[e], x)
 	}
 	if len(tb.blk) > 0 {
-		tb.blk[len(tb.blk)-1].bound = roundUp32(maximum)
+		closeBlock()
 	}
 	tb.setForm(blocks, float64(len(tb.ids)) >= denseShare*float64(blocks))
 	if !agree {
@@ -207,23 +250,34 @@ func buildTermBlocks(seg segment.Segment, u *userDocs, term string, avgdl float6
 func (tb *termBlocks) setForm(blocks int, dense bool) {
 	switch {
 	case dense && tb.ids != nil:
-		all := make([]blockInfo, blocks)
+		all, part := make([]blockInfo, blocks), make([]blockParts, blocks)
 		for i, b := range tb.ids {
-			all[b] = tb.blk[i]
+			all[b], part[b] = tb.blk[i], tb.part[i]
 		}
-		tb.blk, tb.ids = all, nil
+		tb.blk, tb.part, tb.ids = all, part, nil
 	case !dense && tb.ids == nil:
 		var blk []blockInfo
+		var part []blockParts
 		ids := []uint32{}
 		for b, bi := range tb.blk {
 			if bi.mask != 0 {
-				blk, ids = append(blk, bi), append(ids, uint32(b))
+				blk, part, ids = append(blk, bi), append(part, tb.part[b]), append(ids, uint32(b))
 			}
 		}
-		tb.blk, tb.ids = blk, ids
+		tb.blk, tb.part, tb.ids = blk, part, ids
 	default:
-		tb.blk, tb.ids = slices.Clip(tb.blk), slices.Clip(tb.ids)
+		tb.blk, tb.part, tb.ids = slices.Clip(tb.blk), slices.Clip(tb.part), slices.Clip(tb.ids)
 	}
+}
+
+// partShare returns x as a share of bound (x ≤ bound) in 255ths, rounded
+// up, so that bound·share/255 is not below x (but for the rounding of
+// floating point, which pruneSlack allows for).
+func partShare(x, bound float64) uint8 {
+	if x <= 0 || bound <= 0 {
+		return 0
+	}
+	return uint8(min(partScale, math.Ceil(x/bound*partScale)))
 }
 
 // roundUp32 returns the smallest float32 not below x.

@@ -118,9 +118,15 @@ func checkTermBlocks(t *testing.T, seg segment.Segment, u *userDocs, pl segment.
 	blocks := u.blocks()
 	other := *tb
 	other.setForm(blocks, tb.ids != nil)
+	parts := func(tb *termBlocks, b int) blockParts {
+		if i, ok := tb.index(b); ok {
+			return tb.part[i]
+		}
+		return blockParts{}
+	}
 	for b := range blocks {
-		if tb.at(b) != other.at(b) {
-			t.Fatalf("%q block %d: %+v dense, %+v sparse", term, b, tb.at(b), other.at(b))
+		if tb.at(b) != other.at(b) || parts(tb, b) != parts(&other, b) {
+			t.Fatalf("%q block %d: %+v %v in one form, %+v %v in the other", term, b, tb.at(b), parts(tb, b), other.at(b), parts(&other, b))
 		}
 	}
 	it := pl.Iterator(true, true, false, nil)
@@ -158,6 +164,11 @@ func checkTermBlocks(t *testing.T, seg segment.Segment, u *userDocs, pl segment.
 		for _, a := range []float64{avgdl / 2, avgdl, avgdl * 1.09, avgdl * 3} {
 			if bound := float64(bi.bound) * tb.scaleAt(a); bm25TF(tf, l, a) > bound {
 				t.Fatalf("%q document %d at mean length %v: tf part %v above the bound %v", term, d, a, bm25TF(tf, l, a), bound)
+			}
+			// The eighth's bound, but for the rounding pruneSlack allows.
+			e := (d & blockMask) >> partShift
+			if bound := float64(bi.bound) * float64(parts(tb, int(b))[e]) / partScale * tb.scaleAt(a); bm25TF(tf, l, a) > bound*(1+1e-12) {
+				t.Fatalf("%q document %d at mean length %v: tf part %v above its eighth's bound %v", term, d, a, bm25TF(tf, l, a), bound)
 			}
 		}
 		k++

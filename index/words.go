@@ -929,39 +929,56 @@ func (ws *wordSearch) scoreQueue(ctx context.Context, bs *blockSearch, limit int
 	}
 }
 
+// minPartCandidates is the fewest candidates of a block for which
+// scoreBlock bounds them by eighth.
+const minPartCandidates = 12
+
 // blockScratch is a worker's scratch space for scoreBlock, by word.
 type blockScratch struct {
 	idf   []float64
-	mask  []uint64  // the word's documents in the block
-	first []uint32  // the word's first posting in the block
-	ub    []float64 // the word's bound in the block
-	rest  []float64 // a document's bounds of its words from this one on (one more)
+	mask  []uint64     // the word's documents in the block
+	first []uint32     // the word's first posting in the block
+	unit  []float64    // the word's bound in the block, over partScale
+	part  []blockParts // the word's eighths' bounds, in units
+	ub    []float64    // the word's bound in the eighth
+	rest  []float64    // a document's bounds of its words from this one on (one more)
 }
 
 func (ws *wordSearch) newBlockScratch() *blockScratch {
 	n := len(ws.words)
 	sc := &blockScratch{idf: make([]float64, n), mask: make([]uint64, n), first: make([]uint32, n),
-		ub: make([]float64, n), rest: make([]float64, n+1)}
+		unit: make([]float64, n), part: make([]blockParts, n), ub: make([]float64, n), rest: make([]float64, n+1)}
 	for j, w := range ws.words {
 		sc.idf[j] = w.idf
 	}
 	return sc
 }
 
-// scoreBlock scores the candidates of one block into r. A candidate's
-// bound is the sum of the block bounds of the words it holds (the masks
-// tell which, without reading a posting); it is scored only while that
-// bound, less what its words scored below theirs, can reach θ.
+// scoreBlock scores the candidates of one block into res; those of a
+// block with many, an eighth at a time: an eighth is passed over when the
+// bounds its words reach there (blockParts) sum below θ. A candidate's
+// bound is the sum of the bounds of the words it holds (the masks tell
+// which, without reading a posting) in its eighth, or in its block; it is
+// scored only while that bound, less what its words scored below theirs,
+// can reach θ.
 func (ws *wordSearch) scoreBlock(bs *blockSearch, ref blockRef, sc *blockScratch, res *partialResult, limit int) {
 	seg, b := int(ref.seg), int(ref.b)
 	terms, coef, view := bs.terms[seg], bs.coef[seg], bs.views[seg]
-	idf, mask, first, ub, rest := sc.idf, sc.mask, sc.first, sc.ub, sc.rest
+	idf, mask, first, unit, part, ub, rest := sc.idf, sc.mask, sc.first, sc.unit, sc.part, sc.ub, sc.rest
 	avgdl := ws.avgdl
+	cand := bs.masks[seg][b]
+	// With few candidates, reading the eighths' bounds costs about what
+	// scoring the candidates would: they are bounded by the block's.
+	byPart := bits.OnesCount64(cand) >= minPartCandidates
 	for j, tb := range terms {
-		mask[j], first[j], ub[j] = 0, 0, 0
+		mask[j], first[j], unit[j] = 0, 0, 0
 		if tb != nil {
-			if bi := tb.at(b); bi.mask != 0 {
-				mask[j], first[j], ub[j] = bi.mask, bi.first, coef[j]*float64(bi.bound)
+			if i, ok := tb.index(b); ok && tb.blk[i].mask != 0 {
+				bi := tb.blk[i]
+				mask[j], first[j], unit[j] = bi.mask, bi.first, coef[j]*float64(bi.bound)/partScale
+				if byPart {
+					part[j] = tb.part[i]
+				}
 			}
 		}
 	}
@@ -969,59 +986,85 @@ func (ws *wordSearch) scoreBlock(bs *blockSearch, ref blockRef, sc *blockScratch
 	rest[n] = 0
 	theta := ws.theta(&res.top, limit)
 	base := uint32(b) << blockShift
-	for m := bs.masks[seg][b]; m != 0; m &= m - 1 {
-		low := uint(bits.TrailingZeros64(m))
-		bit := uint64(1) << low
-		r := base | uint32(low) // the document's rank
-		for j := n - 1; j >= 0; j-- {
-			rest[j] = rest[j+1]
-			if mask[j]&bit != 0 {
-				rest[j] += ub[j]
+	for left := cand; left != 0; {
+		em := left // the candidates of this round: an eighth's, or all
+		if byPart {
+			e := bits.TrailingZeros64(left) >> partShift
+			em &= partMask << (e << partShift)
+			for j := range ub {
+				ub[j] = unit[j] * float64(part[j][e])
+			}
+		} else {
+			for j := range ub {
+				ub[j] = unit[j] * partScale
 			}
 		}
-		if rest[0] == 0 {
-			continue // holds none of the words
+		left &^= em
+		var eub float64 // the round's bound
+		var held uint64 // its candidates holding a word
+		for j := range ub {
+			if mask[j]&em != 0 {
+				eub += ub[j]
+				held |= mask[j] & em
+			}
 		}
-		if theta > 0 && rest[0]*(1+pruneSlack) < theta {
+		if theta > 0 && eub*(1+pruneSlack) < theta {
 			if ws.pruned != nil {
-				ws.pruned.Add(1)
+				ws.pruned.Add(int64(bits.OnesCount64(held)))
 			}
 			continue
 		}
-		docNorm := -1.0 // bm25Norm of the document's length, once needed
-		var score float64
-		matched := true
-		for j, tm := range mask {
-			if tm&bit == 0 {
-				continue
-			}
-			tb := terms[j]
-			k := first[j] + uint32(bits.OnesCount64(tm&(bit-1)))
-			var norm float64
-			if tb.lens != nil {
-				norm = bm25Norm(tb.lens[k], avgdl)
-			} else {
-				if docNorm < 0 {
-					docNorm = bm25Norm(float64(view.lens[r]), avgdl)
+		for m := held; m != 0; m &= m - 1 {
+			low := uint(bits.TrailingZeros64(m))
+			bit := uint64(1) << low
+			r := base | uint32(low) // the document's rank
+			for j := n - 1; j >= 0; j-- {
+				rest[j] = rest[j+1]
+				if mask[j]&bit != 0 {
+					rest[j] += ub[j]
 				}
-				norm = docNorm
 			}
-			score += idf[j] * bm25Sat(tb.freq(k), norm)
-			if theta > 0 && (score+rest[j+1])*(1+pruneSlack) < theta {
+			if theta > 0 && rest[0]*(1+pruneSlack) < theta {
 				if ws.pruned != nil {
 					ws.pruned.Add(1)
 				}
-				matched = false
-				break
+				continue
 			}
-		}
-		if !matched {
-			continue
-		}
-		res.top.Push(scoredDoc{score: score, seg: seg, doc: view.docs[r]})
-		res.total++
-		if res.top.Len() == limit {
-			theta = max(theta, res.top.Items()[0].score)
+			docNorm := -1.0 // bm25Norm of the document's length, once needed
+			var score float64
+			matched := true
+			for j, tm := range mask {
+				if tm&bit == 0 {
+					continue
+				}
+				tb := terms[j]
+				k := first[j] + uint32(bits.OnesCount64(tm&(bit-1)))
+				var norm float64
+				if tb.lens != nil {
+					norm = bm25Norm(tb.lens[k], avgdl)
+				} else {
+					if docNorm < 0 {
+						docNorm = bm25Norm(float64(view.lens[r]), avgdl)
+					}
+					norm = docNorm
+				}
+				score += idf[j] * bm25Sat(tb.freq(k), norm)
+				if theta > 0 && (score+rest[j+1])*(1+pruneSlack) < theta {
+					if ws.pruned != nil {
+						ws.pruned.Add(1)
+					}
+					matched = false
+					break
+				}
+			}
+			if !matched {
+				continue
+			}
+			res.top.Push(scoredDoc{score: score, seg: seg, doc: view.docs[r]})
+			res.total++
+			if res.top.Len() == limit {
+				theta = max(theta, res.top.Items()[0].score)
+			}
 		}
 	}
 }
