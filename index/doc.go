@@ -174,22 +174,31 @@
 // all users' postings of the query words, whatever it prunes.
 //
 // Top-k evaluation therefore reads a second form of the postings
-// (blockmax.go). The first query of a term in a segment decodes all its
-// postings once into blocks of 64 document numbers: per posting a byte for
-// the frequency (the lengths come from fieldLength, once per segment), and
-// per block a mask of the documents holding the term, the index of its
-// first posting and the largest tf part of BM25 its postings reach. A
+// (blockmax.go), cut in each user's view of a segment: the user's
+// documents numbered by rank, 64 of the user's own to a block, so that a
+// query goes through as many blocks as its user's documents fill, not the
+// whole index's, and bounds them by the user's postings only. The first
+// query of a term by a user in a segment decodes the term's postings once
+// into the user's blocks: per posting a byte for the frequency (the
+// lengths come from fieldLength, once per segment), per block a mask of
+// the documents holding the term, the index of its first posting and the
+// largest tf part of BM25 its postings reach, and per eighth of a block
+// (8 documents) that maximum as a share of the block's, a byte each. A
 // document's posting in a block is then a bit test and a count of the
-// bits below it. Terms with postings in under a quarter of a segment's
-// blocks keep only those blocks (binary search); a term a segment lacks is
-// cached as empty. Each user's documents per segment are cached too, a
-// mask per block, so a query on warm caches reads no dictionary and
-// decodes no posting list. Segments are immutable (deletions only hide
-// documents, so the maxima still bound the live ones; a query masks the
-// deleted documents out of the user's and takes them off the document
-// frequencies), and the entries are kept in a cache bounded to
-// blockCacheBytes per index, least recently used out first, the entries
-// of merged-away segments dropped once they outnumber the live ones.
+// bits below it. Terms with postings in under a quarter of the blocks keep
+// only those blocks (binary search); a term the user's documents lack is
+// cached as empty. The term's postings of every user are counted when the
+// blocks are built, for the document frequency, which is global. Each
+// user's view (rank to document, document to rank, lengths by rank) is
+// cached too, so a query on warm caches reads no dictionary and decodes no
+// posting list. Segments are immutable (deletions only hide documents, so
+// the maxima still bound the live ones; a query masks the deleted
+// documents out of the user's, and takes them off the document
+// frequencies through a cached bitmap of each term's documents, only in
+// segments with deletions), and the entries are kept in a cache bounded
+// to blockCacheBytes per index, least recently used out first, the
+// entries of merged-away segments dropped once they outnumber the live
+// ones.
 //
 // A query goes through each segment block by block, all its words' entries
 // for a block read together: the user's live documents, narrowed by the
@@ -200,11 +209,15 @@
 // θ, the limit-th best score reached, rises early, stopping as soon as the
 // best bound left is below θ; then, unless few are left above θ, the
 // others in index order (reading blocks in order is several times faster
-// than jumping between them), skipping those whose bound is below θ. In a
-// block, a candidate whose own words' maxima sum below θ is dropped before
-// any posting is read; the others' words are summed rarest first, and a
-// document is dropped as soon as its partial sum plus the maxima of its
-// words left is below θ. Comparisons are strict with a margin far above
+// than jumping between them), skipping those whose bound is below θ. A
+// block with at least 12 candidates is scored an eighth at a time, and an
+// eighth whose words' maxima there sum below θ is passed over: with words
+// most documents hold, a block's maxima come from different documents and
+// nearly every block's bound reaches θ, while an eighth's bound is that of
+// a handful of documents. In a block (or eighth), a candidate whose own
+// words' maxima sum below θ is dropped before any posting is read; the
+// others' words are summed rarest first, and a document is dropped as soon
+// as its partial sum plus the maxima of its words left is below θ. Comparisons are strict with a margin far above
 // rounding and a kept document is summed in the same order as in the
 // exhaustive evaluation (zap's iterators, term at a time, kept as the
 // reference), so results are the exhaustive ones to the bit, ties
@@ -217,22 +230,24 @@
 // debug log is on.
 //
 // Measured with TestSearchPerf (bench corpus, 4 users, limit 20, one
-// goroutine per query, 2 cores at a load average under 1): against the
-// first block-max evaluator (posting lists looked up and candidate bitmaps
-// built per query, a byte per posting for its place in the block, a heap
-// of every block), CPU per query at 300,000 sessions went from 0.77 to
-// 0.31-0.39 ms over the load mix, and from 1.30 to 0.60-0.67 ms for title
-// queries; at 10,000 sessions from 0.16 to 0.05-0.08 ms. The cache holds
-// about 2.4 bytes per cached posting. A query on a cold cache pays the
-// decoding of its words' posting lists, and so does the first query of a
-// word after a merge made a new segment.
+// goroutine per query, 2 cores at a load average under 1, 5 passes over
+// the load mix at 300,000 sessions): blocks in the segment's numbering,
+// every user's documents in them, had p99 0.77 ms and 0.27-0.29 ms of CPU
+// per query; per-user blocks 0.49-0.51 ms and 0.15-0.16 ms (the pass over
+// the blocks a query makes before scoring went from 130-200 to 35-63 µs);
+// with the eighths' bounds 0.40-0.41 ms and 0.14 ms, identifier queries
+// (words in 88% of sessions) from p99 0.54 to 0.21 ms. At 10,000 sessions
+// p99 is 0.2 ms and CPU 0.04-0.05 ms either way. Computing the eighths'
+// bounds of every block in that first pass doubled it and was dropped. A
+// query on a cold cache pays the decoding of its words' posting lists (by
+// user: each user's first query of a word decodes the word's list), and
+// so does the first query of a word after a merge made a new segment.
 //
-// What is left grows with the blocks and the candidates: a query reads
-// its words' entries for every block that holds the user's documents, and
-// title queries ("Add tests for cache stale entries in data-pipeline"),
-// whose words thousands of sessions of similar titles share within a few
-// percent of the best score, score about half of those blocks. Fewer,
-// denser blocks need per-user blocks (a user's documents numbered apart).
+// What is left grows with the candidates: title queries ("Debug scheduler
+// retry backoff in data-pipeline"), whose rare word a few thousand of the
+// user's sessions share and whose common words nearly all do, still visit
+// most of the user's blocks (the blocks' maxima of the common words reach
+// θ) with about 3 candidates each, too few for the eighths to pay.
 //
 // Put analyses the documents on every core (analysis happens when the
 // documents are built, so that their length is known for fieldLength).

@@ -39,9 +39,10 @@ import (
 // the true mean on SciFact; see doc.go for what each of these cost.
 //
 // Normally (scoreBest) the evaluation reads no posting list: each term's
-// postings in a segment, decoded once into blocks with their BM25 maxima
-// and document masks, and each user's documents come from the block cache
-// (lookUpBlocks, blockmax.go). It weighs the terms (weigh); goes through
+// postings in the user's documents of a segment, decoded once into blocks
+// of the user's documents with their BM25 maxima and document masks, and
+// the user's view of the segment come from the block cache (lookUpBlocks,
+// blockmax.go). It weighs the terms (weigh); goes through
 // each segment block by block, narrowing the user's live documents by the
 // phrase filter and the plan into candidates and bounding each block by
 // the words its candidates hold (segmentBlocks); and scores the blocks,
@@ -471,22 +472,23 @@ func (ws *wordSearch) scoreTasks(ctx context.Context, tasks []segTask, next *ato
 }
 
 // Pruned evaluation (block-max MaxScore, document at a time). The
-// candidates of every segment are grouped by block (blockSize document
-// numbers); a block's bound is the sum over the words its candidates hold
-// of idf times the word's block maximum there (termBlocks). Let θ be the
-// limit-th best
-// score a worker knows is reached (its own heap's, or the highest another
-// worker's heap has reached: floor); a block whose bound is below θ
-// cannot hold a document of the top. The blocks with the best bounds are
+// candidates of every segment are grouped by block (blockSize of the
+// user's documents, by rank); a block's bound is the sum over the words
+// its candidates hold of idf times the word's block maximum there
+// (termBlocks). Let θ be the limit-th best score a worker knows is reached
+// (its own heap's, or the highest another worker's heap has reached:
+// floor); a block whose bound is below θ cannot hold a document of the
+// top. The blocks with the best bounds are
 // scored first, from a queue the workers share, so that θ rises early;
 // when the best bound left is below θ the query ends there. The others
 // are then gone through in index order, where reading the blocks'
 // postings one after the other is several times faster than jumping
-// between them, and those still above θ scored. Within a block, a
-// candidate whose own words' block maxima sum below θ is dropped before
-// any posting is read; the others' words are summed rarest first, and a
-// document is dropped as soon as its partial sum plus the block maxima of
-// its words left is below θ.
+// between them, and those still above θ scored (scoreBlock: those with
+// many candidates an eighth at a time, against the eighths' maxima).
+// Within a block, a candidate whose own words' maxima sum below θ is
+// dropped before any posting is read; the others' words are summed rarest
+// first, and a document is dropped as soon as its partial sum plus the
+// maxima of its words left is below θ.
 //
 // The comparisons are strict and the bounds carry a margin (pruneSlack)
 // far above the rounding of a sum of at most MaxQueryTerms terms, so a
