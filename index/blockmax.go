@@ -166,11 +166,7 @@ func (tb *termBlocks) scaleAt(avgdl float64) float64 {
 // is the mean length the maxima are computed at. A term the user's
 // documents lack gets empty blocks.
 func buildTermBlocks(seg segment.Segment, u *userDocs, term string, avgdl float64) (*termBlocks, error) {
-	dict, err := seg.Dictionary(fieldText)
-	if err != nil {
-		return nil, err
-	}
-	pl, err := dict.PostingsList([]byte(term), nil, nil)
+	pl, err := postingsOf(seg, fieldText, term)
 	if err != nil {
 		return nil, err
 	}
@@ -642,15 +638,21 @@ func (c *blockCache) termDocs(seg segment.Segment, term string) (*roaring.Bitmap
 // termDocs returns the documents of seg whose field holds term, deleted
 // ones included, in a bitmap of their own (not the segment's memory).
 func termDocs(seg segment.Segment, field, term string) (*roaring.Bitmap, error) {
-	d, err := seg.Dictionary(field)
-	if err != nil {
-		return nil, err
-	}
-	pl, err := d.PostingsList([]byte(term), nil, nil)
+	pl, err := postingsOf(seg, field, term)
 	if err != nil {
 		return nil, err
 	}
 	return postingsBitmap(pl).Clone(), nil
+}
+
+// postingsOf returns term's posting list in field of seg, deleted
+// documents included.
+func postingsOf(seg segment.Segment, field, term string) (segment.PostingsList, error) {
+	d, err := seg.Dictionary(field)
+	if err != nil {
+		return nil, err
+	}
+	return d.PostingsList([]byte(term), nil, nil)
 }
 
 // retain drops the entries of segments other than live (those merged
