@@ -114,14 +114,6 @@ func (tb *termBlocks) size() int64 {
 // included.
 func (tb *termBlocks) postings() int { return len(tb.tf) }
 
-// at returns what the term holds in block b (nothing: a zero mask).
-func (tb *termBlocks) at(b int) blockInfo {
-	if i, ok := tb.index(b); ok {
-		return tb.blk[i]
-	}
-	return blockInfo{}
-}
-
 // index returns where blk and part hold block b, false when the term has
 // no posting there (sparse).
 func (tb *termBlocks) index(b int) (int, bool) {
@@ -129,20 +121,6 @@ func (tb *termBlocks) index(b int) (int, bool) {
 		return b, true
 	}
 	return slices.BinarySearch(tb.ids, uint32(b))
-}
-
-// each calls f with every block that holds a posting.
-func (tb *termBlocks) each(f func(b int, bi blockInfo)) {
-	for i, bi := range tb.blk {
-		if bi.mask == 0 {
-			continue
-		}
-		if tb.ids != nil {
-			f(int(tb.ids[i]), bi)
-		} else {
-			f(i, bi)
-		}
-	}
 }
 
 // freq returns the term frequency of posting k.

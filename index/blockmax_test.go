@@ -259,3 +259,25 @@ func TestBlockCache(t *testing.T) {
 		t.Errorf("%d entries after dropping 12 of %d", after, before)
 	}
 }
+
+// at returns what the term holds in block b (nothing: a zero mask).
+func (tb *termBlocks) at(b int) blockInfo {
+	if i, ok := tb.index(b); ok {
+		return tb.blk[i]
+	}
+	return blockInfo{}
+}
+
+// each calls f with every block that holds a posting.
+func (tb *termBlocks) each(f func(b int, bi blockInfo)) {
+	for i, bi := range tb.blk {
+		if bi.mask == 0 {
+			continue
+		}
+		if tb.ids != nil {
+			f(int(tb.ids[i]), bi)
+		} else {
+			f(i, bi)
+		}
+	}
+}

@@ -174,7 +174,7 @@ type wordSearch struct {
 type wordPostings struct {
 	term   string
 	lists  []segment.PostingsList // by segment
-	blocks []*termBlocks          // by segment; nil: no live posting there
+	blocks []*termBlocks          // by segment; nil: none of the user's postings there
 	df     uint64                 // document frequency over all segments
 	idf    float64
 }
@@ -508,7 +508,7 @@ type blockRef struct {
 // blockSearch is what the pruned evaluation reads, by segment, and the
 // blocks it goes through.
 type blockSearch struct {
-	terms [][]*termBlocks // by segment, by word; nil: no live posting there
+	terms [][]*termBlocks // by segment, by word; nil: none of the user's postings there
 	coef  [][]float64     // by segment, by word: idf times termBlocks.scaleAt
 	views []*userDocs     // by segment: the user's documents
 	masks [][]uint64      // by segment: the candidates, a bit per document (a word per block)
