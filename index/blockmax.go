@@ -272,7 +272,7 @@ type userDocs struct {
 	// rank of each segment block's first one: rank looks a number up.
 	masks []uint64
 	ranks []uint32
-	full  []uint64 // every rank, a word per block: see all
+	full  []uint64 // every rank, a word per block: see live
 }
 
 // buildUserDocs returns the view of seg of the user whose documents are
