@@ -1,0 +1,57 @@
+package importer
+
+import (
+	"path/filepath"
+)
+
+// Agent is one coding assistant whose local history the importer reads.
+type Agent struct {
+	// Name is the command-line name: hindsight import <Name>.
+	Name string
+	// Source is the sync API's source of the sessions it reads (what the
+	// assistant's own plugin reports, so live sync and import agree).
+	Source string
+	// Roots returns where the assistant keeps its history on the operating
+	// system goos ("linux", "darwin", "windows"), under the home directory
+	// home; getenv reads the environment (XDG_DATA_HOME, CODEX_HOME, APPDATA,
+	// ...). The first root that exists is read; none existing means the
+	// assistant is not on this machine.
+	Roots func(home, goos string, getenv func(string) string) []string
+	// Read lists the sessions under root (a root of Roots, or a directory or
+	// file the user names).
+	Read func(root string, opts ReadOptions) ([]Item, error)
+}
+
+// Agents returns every assistant the importer reads, in the order
+// hindsight import lists them.
+func Agents() []Agent {
+	return []Agent{
+		{Name: "claude-code", Source: SourceClaudeCode, Roots: claudeCodeRoots, Read: ClaudeCode},
+		{Name: "opencode", Source: SourceOpenCode, Roots: openCodeRoots, Read: OpenCode},
+	}
+}
+
+// AgentNamed returns the agent called name.
+func AgentNamed(name string) (Agent, bool) {
+	for _, a := range Agents() {
+		if a.Name == name {
+			return a, true
+		}
+	}
+	return Agent{}, false
+}
+
+// claudeCodeRoots: Claude Code keeps ~/.claude/projects on every system
+// (%USERPROFILE%\.claude\projects on Windows).
+func claudeCodeRoots(home, _ string, _ func(string) string) []string {
+	return []string{filepath.Join(home, ".claude", "projects")}
+}
+
+// openCodeRoots: opencode follows the XDG base directories on every system,
+// $XDG_DATA_HOME/opencode, ~/.local/share/opencode by default.
+func openCodeRoots(home, _ string, getenv func(string) string) []string {
+	if d := getenv("XDG_DATA_HOME"); d != "" {
+		return []string{filepath.Join(d, "opencode"), filepath.Join(home, ".local", "share", "opencode")}
+	}
+	return []string{filepath.Join(home, ".local", "share", "opencode")}
+}
