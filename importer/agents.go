@@ -28,6 +28,7 @@ func Agents() []Agent {
 	return []Agent{
 		{Name: "claude-code", Source: SourceClaudeCode, Roots: claudeCodeRoots, Read: ClaudeCode},
 		{Name: "opencode", Source: SourceOpenCode, Roots: openCodeRoots, Read: OpenCode},
+		{Name: "aider", Source: SourceAider, Roots: aiderRoots, Read: Aider},
 	}
 }
 
