@@ -29,6 +29,7 @@ func Agents() []Agent {
 		{Name: "claude-code", Source: SourceClaudeCode, Roots: claudeCodeRoots, Read: ClaudeCode},
 		{Name: "opencode", Source: SourceOpenCode, Roots: openCodeRoots, Read: OpenCode},
 		{Name: "aider", Source: SourceAider, Roots: aiderRoots, Read: Aider},
+		{Name: "specstory", Source: SourceSpecStory, Roots: specStoryRoots, Read: SpecStory},
 	}
 }
 

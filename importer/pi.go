@@ -1,0 +1,4 @@
+package importer
+
+// SourcePi is the source pi-opensync-plugin reports.
+const SourcePi = "pi"
