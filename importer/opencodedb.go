@@ -15,11 +15,12 @@ import (
 //	session(id, slug, title, directory, time_created, ...)
 //	message(id, session_id, time_created, data)  data: the JSON layout's message without id
 //	part(id, message_id, session_id, data)        data: the JSON layout's part without id
+//	workspace(id, branch, ...)                    a session's worktree (session.workspace_id), when it has one
 //
 // The same database holds the user's login (tables account, credential,
 // control_account, ...); the reader's authorizer allows only the three
 // tables above, so those are never read.
-var openCodeTables = []string{"session", "message", "part"}
+var openCodeTables = []string{"session", "message", "part", "workspace"}
 
 // errNotOpenCodeDB: the file has no session table (an empty file, another
 // program's database).
@@ -102,6 +103,9 @@ func readOpenCodeDB(ctx context.Context, path, id string, maxPart int) (Session,
 			return fmt.Errorf("session %s: %w", id, err)
 		}
 		sess.Slug, sess.Title, sess.Directory, sess.Time.Created = slug.String, title.String, dir.String, created.Float64
+		// Versions without workspaces have neither the column nor the table.
+		var branch sql.NullString
+		conn.QueryRowContext(ctx, `SELECT w.branch FROM session s JOIN workspace w ON w.id = s.workspace_id WHERE s.id = ?`, id).Scan(&branch)
 		var pp []Problem
 		msgs, err := openCodeDBMessages(ctx, conn, path, id, &pp)
 		if err != nil {
@@ -112,6 +116,7 @@ func readOpenCodeDB(ctx context.Context, path, id string, maxPart int) (Session,
 			return err
 		}
 		s = openCodeSession(sess, msgs, func(m ocMessage) []Part { return ocParts(parts[m.ID], maxPart) })
+		s.GitBranch = branch.String
 		probs = pp
 		return nil
 	})

@@ -19,6 +19,8 @@ var openCodeSchema = []string{
 	"CREATE TABLE session (id text PRIMARY KEY, project_id text NOT NULL, parent_id text, slug text NOT NULL, directory text NOT NULL, title text NOT NULL, version text NOT NULL, time_created integer NOT NULL, time_updated integer NOT NULL, workspace_id text, model text, cost real DEFAULT 0 NOT NULL)",
 	"CREATE TABLE message (id text PRIMARY KEY, session_id text NOT NULL, time_created integer NOT NULL, time_updated integer NOT NULL, data text NOT NULL)",
 	"CREATE TABLE part (id text PRIMARY KEY, message_id text NOT NULL, session_id text NOT NULL, time_created integer NOT NULL, time_updated integer NOT NULL, data text NOT NULL)",
+	"CREATE TABLE workspace (id text PRIMARY KEY, type text NOT NULL, branch text, directory text, project_id text NOT NULL)",
+	"INSERT INTO workspace VALUES ('wrk_1', 'worktree', 'feature/deploy', '/w/svc', 'global')",
 	"CREATE TABLE account (id text PRIMARY KEY, email text NOT NULL, access_token text NOT NULL, refresh_token text NOT NULL)",
 	"INSERT INTO account VALUES ('acc', 'dev@example.com', 'sk-live-secret-token', 'refresh-secret')",
 }
@@ -46,6 +48,7 @@ func TestImportReadOpenCodeDB(t *testing.T) {
 	stmts = append(stmts,
 		ocSessionRow("ses_b", "brave-otter", "", "/w/api", 5000),
 		ocSessionRow("ses_a", "quiet-lynx", "Deploy", "/w/svc", 1000),
+		"UPDATE session SET workspace_id = 'wrk_1' WHERE id = 'ses_a'",
 		// Same message and part shapes as the JSON layout, without ids.
 		ocMessageRow("msg_2", "ses_a", 3000, `{"role":"assistant","modelID":"gpt-5","providerID":"openai","cost":0.5,"tokens":{"input":10,"output":4},"time":{"created":3000,"completed":7000}}`),
 		ocMessageRow("msg_1", "ses_a", 2000, `{"role":"user","time":{"created":2000},"model":{"providerID":"openai","modelID":"gpt-5"}}`),
@@ -82,7 +85,7 @@ func TestImportReadOpenCodeDB(t *testing.T) {
 	}
 	if s.ExternalID != "ses_a" || s.Source != "opencode" || s.Title != "Deploy" || s.Model != "gpt-5" || s.Provider != "openai" ||
 		s.PromptTokens != 15 || s.CompletionTokens != 5 || s.Cost != 0.75 || s.DurationMs != 7000 || s.CreatedAt.UnixMilli() != 1000 ||
-		s.ProjectPath != "/w/svc" || s.ProjectName != "svc" {
+		s.ProjectPath != "/w/svc" || s.ProjectName != "svc" || s.GitBranch != "feature/deploy" {
 		t.Errorf("session = %+v", s)
 	}
 	if len(s.Messages) != 2 || s.Messages[0].ExternalID != "msg_1" || s.Messages[1].ExternalID != "msg_2" {
