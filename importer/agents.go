@@ -30,6 +30,7 @@ func Agents() []Agent {
 		{Name: "opencode", Source: SourceOpenCode, Roots: openCodeRoots, Read: OpenCode},
 		{Name: "aider", Source: SourceAider, Roots: aiderRoots, Read: Aider},
 		{Name: "specstory", Source: SourceSpecStory, Roots: specStoryRoots, Read: SpecStory},
+		{Name: "copilot", Source: SourceCopilot, Roots: copilotRoots, Read: Copilot},
 	}
 }
 
