@@ -29,6 +29,7 @@ func Agents() []Agent {
 		{Name: "claude-code", Source: SourceClaudeCode, Roots: claudeCodeRoots, Read: ClaudeCode},
 		{Name: "opencode", Source: SourceOpenCode, Roots: openCodeRoots, Read: OpenCode},
 		{Name: "cursor", Source: SourceCursor, Roots: cursorRoots, Read: Cursor},
+		{Name: "cursor-agent", Source: SourceCursor, Roots: cursorAgentRoots, Read: CursorAgent},
 		{Name: "aider", Source: SourceAider, Roots: aiderRoots, Read: Aider},
 		{Name: "specstory", Source: SourceSpecStory, Roots: specStoryRoots, Read: SpecStory},
 		{Name: "copilot", Source: SourceCopilot, Roots: copilotRoots, Read: Copilot},
