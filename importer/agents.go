@@ -33,6 +33,7 @@ func Agents() []Agent {
 		{Name: "aider", Source: SourceAider, Roots: aiderRoots, Read: Aider},
 		{Name: "specstory", Source: SourceSpecStory, Roots: specStoryRoots, Read: SpecStory},
 		{Name: "copilot", Source: SourceCopilot, Roots: copilotRoots, Read: Copilot},
+		{Name: "vscode-copilot", Source: SourceVSCodeCopilot, Roots: vsCodeCopilotRoots, Read: VSCodeCopilot},
 		{Name: "pi", Source: SourcePi, Roots: piRoots, Read: Pi},
 	}
 }
