@@ -152,6 +152,7 @@ func TestImportRealAider(t *testing.T) {
 		t.Fatal("no aider histories in " + src)
 	}
 	for _, f := range files {
+		readTwice(t, Aider, f)
 		// Independently: prompts per run, in order.
 		var prompts []int
 		inRun, prev := false, false

@@ -109,6 +109,7 @@ func TestImportRealCopilot(t *testing.T) {
 		files[row.path] = string(b)
 	}
 	writeFiles(t, home, files)
+	readTwice(t, Copilot, filepath.Join(home, ".copilot"))
 	items, err := Copilot(filepath.Join(home, ".copilot"), ReadOptions{})
 	if err != nil {
 		t.Fatal(err)

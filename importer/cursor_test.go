@@ -100,6 +100,7 @@ func TestImportReadCursor(t *testing.T) {
 			t.Errorf("Cursor(%s): %v", root, err)
 		}
 	}
+	readTwice(t, Cursor, user)
 	items, err := Cursor(user, ReadOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -214,23 +215,7 @@ func TestImportCursorWhileCursorWrites(t *testing.T) {
 	}
 }
 
-func TestImportCursorRoots(t *testing.T) {
-	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
-	for _, tc := range []struct {
-		goos string
-		env  map[string]string
-		want string
-	}{
-		{"linux", nil, "/h/.config/Cursor/User"},
-		{"linux", map[string]string{"XDG_CONFIG_HOME": "/x"}, "/x/Cursor/User,/h/.config/Cursor/User"},
-		{"darwin", nil, "/h/Library/Application Support/Cursor/User"},
-		{"windows", map[string]string{"APPDATA": "/h/AppData/Roaming"}, "/h/AppData/Roaming/Cursor/User,/h/AppData/Roaming/Cursor/User"},
-	} {
-		got := strings.Join(cursorRoots("/h", tc.goos, env(tc.env)), ",")
-		if filepath.ToSlash(got) != tc.want {
-			t.Errorf("%s %v: %s, want %s", tc.goos, tc.env, got, tc.want)
-		}
-	}
+func TestImportCursorURIs(t *testing.T) {
 	for uri, want := range map[string]string{
 		"file:///home/u/p%20q":                       "/home/u/p q",
 		"file:///c%3A/Users/u/p":                     `C:\Users\u\p`,

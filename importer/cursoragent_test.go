@@ -62,6 +62,7 @@ func TestImportReadCursorAgent(t *testing.T) {
 		tr + "notes.md":                     "not a transcript",
 		".cursor/projects/gone-project/agent-transcripts/chat-4.txt": "user:\nhey\n",
 	})
+	readTwice(t, CursorAgent, filepath.Join(home, ".cursor"))
 	items, err := CursorAgent(filepath.Join(home, ".cursor"), ReadOptions{})
 	if err != nil || len(items) != 4 {
 		t.Fatalf("CursorAgent: %v, %d items", err, len(items))

@@ -249,6 +249,7 @@ func TestImportRealOpenCodeDB(t *testing.T) {
 	if sessions != 3 {
 		t.Fatalf("the dataset's database has %d sessions, want 3 (with its WAL)", sessions)
 	}
+	readTwice(t, OpenCode, dir)
 	items, err := OpenCode(dir, ReadOptions{})
 	if err != nil {
 		t.Fatal(err)

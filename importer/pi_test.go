@@ -33,6 +33,7 @@ func TestImportReadPi(t *testing.T) {
 `,
 		dir + "subagent-artifacts/x_worker.jsonl": `{"type":"session","id":"w"}`,
 	})
+	readTwice(t, Pi, filepath.Join(home, ".pi", "agent"))
 	items, err := Pi(filepath.Join(home, ".pi", "agent"), ReadOptions{})
 	if err != nil || len(items) != 2 {
 		t.Fatalf("Pi: %v, %d items", err, len(items))

@@ -274,6 +274,7 @@ func TestImportRealSpecStory(t *testing.T) {
 		writeFiles(t, home, map[string]string{filepath.ToSlash(strings.TrimPrefix(dst, home+string(filepath.Separator))): string(b)})
 		files = append(files, file{dst, filepath.Join(src, row.file)})
 	}
+	readTwice(t, SpecStory, home)
 	items, err := SpecStory(home, ReadOptions{})
 	if err != nil {
 		t.Fatal(err)

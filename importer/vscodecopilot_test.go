@@ -43,6 +43,7 @@ func TestImportReadVSCodeCopilot(t *testing.T) {
 		user + "globalStorage/emptyWindowChatSessions/s-empty-window.json": `{"sessionId":"s-empty-window","creationDate":1,"requests":[{"requestId":"e1","message":{"text":"hi"},"response":[{"value":"hello"}]}]}`,
 		user + "workspaceStorage/ef56/chatSessions/bad.json":               `{"requests":`,
 	})
+	readTwice(t, VSCodeCopilot, filepath.Join(home, ".config", "Code"))
 	items, err := VSCodeCopilot(filepath.Join(home, ".config", "Code"), ReadOptions{})
 	if err != nil || len(items) != 4 {
 		t.Fatalf("VSCodeCopilot: %v, %d items", err, len(items))
