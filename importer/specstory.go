@@ -120,7 +120,8 @@ func specStoryTime(s string) (time.Time, bool) {
 }
 
 // specStorySource maps the assistant a file names to the source its own
-// importer or plugin uses, so a SpecStory copy lands beside the original:
+// importer or plugin uses (the literals are the other readers' Source*
+// constants), so a SpecStory copy lands beside the original:
 // the session comment's assistant first, else what the turn headers show
 // (Copilot's "copilot/..." models, Cursor's "model M, mode Agent" headers).
 func specStorySource(assistant string, models []string, cursorModes bool) string {
@@ -131,11 +132,13 @@ func specStorySource(assistant string, models []string, cursorModes bool) string
 	case strings.Contains(a, "vscode"), strings.Contains(a, "copilot"), strings.Contains(a, "visual studio"):
 		return SourceVSCodeCopilot
 	case strings.Contains(a, "claude"):
-		return "claude-code"
+		return SourceClaudeCode
 	case strings.Contains(a, "codex"):
 		return "codex-cli"
 	case strings.Contains(a, "gemini"):
 		return "gemini-cli"
+	case strings.Contains(a, "qwen"):
+		return "qwen-code"
 	case strings.Contains(a, "droid"), strings.Contains(a, "factory"):
 		return "factory-droid"
 	case a == "pi":
