@@ -109,25 +109,21 @@ func TestImportRealCopilot(t *testing.T) {
 		files[row.path] = string(b)
 	}
 	writeFiles(t, home, files)
-	readTwice(t, Copilot, filepath.Join(home, ".copilot"))
-	items, err := Copilot(filepath.Join(home, ".copilot"), ReadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	read, problems := readTwice(t, Copilot, filepath.Join(home, ".copilot"))
 	logs := 0
 	for p := range files {
 		if strings.HasSuffix(p, ".jsonl") {
 			logs++
 		}
 	}
-	if len(items) != logs || logs != 5 {
-		t.Fatalf("found %d sessions, the manifest has %d logs", len(items), logs)
+	if len(read) != logs || logs != 5 {
+		t.Fatalf("found %d sessions, the manifest has %d logs", len(read), logs)
 	}
-	for _, it := range items {
+	for path, sessions := range read {
 		// Independently: prompts (user.message with no source or "user"),
 		// assistant messages with text or reasoning, and tool requests.
 		var prompts, answers, calls int
-		f, _ := os.Open(it.Path)
+		f, _ := os.Open(path)
 		sc := bufio.NewScanner(f)
 		sc.Buffer(nil, 1<<26)
 		for sc.Scan() {
@@ -139,7 +135,7 @@ func TestImportRealCopilot(t *testing.T) {
 				}
 			}
 			if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-				t.Fatalf("%s: %v", it.Path, err)
+				t.Fatalf("%s: %v", path, err)
 			}
 			switch ev.Type {
 			case "user.message":
@@ -154,18 +150,18 @@ func TestImportRealCopilot(t *testing.T) {
 			}
 		}
 		f.Close()
-		s, probs, err := it.Read()
-		if err != nil || len(probs) > 0 {
-			t.Errorf("%s: %v %v", it.Path, err, probs)
+		if len(sessions) != 1 || len(problems[path]) > 0 {
+			t.Errorf("%s: %d sessions, problems %v", path, len(sessions), problems[path])
 			continue
 		}
+		s := sessions[0]
 		got := map[string]int{}
 		for _, m := range s.Messages {
 			got[m.Role]++
 		}
 		want := map[string]int{"user": prompts, "assistant": answers + calls}
 		if !sameCounts(got, want) || s.CreatedAt.IsZero() || s.Title == "" {
-			t.Errorf("%s: messages %v, the log holds %v; created %v, title %q", filepath.Base(filepath.Dir(it.Path)), got, want, s.CreatedAt, s.Title)
+			t.Errorf("%s: messages %v, the log holds %v; created %v, title %q", filepath.Base(filepath.Dir(path)), got, want, s.CreatedAt, s.Title)
 		}
 	}
 }

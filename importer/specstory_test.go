@@ -274,13 +274,9 @@ func TestImportRealSpecStory(t *testing.T) {
 		writeFiles(t, home, map[string]string{filepath.ToSlash(strings.TrimPrefix(dst, home+string(filepath.Separator))): string(b)})
 		files = append(files, file{dst, filepath.Join(src, row.file)})
 	}
-	readTwice(t, SpecStory, home)
-	items, err := SpecStory(home, ReadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(items) != len(files) || len(files) != 13 {
-		t.Fatalf("found %d sessions, the manifest lists %d files", len(items), len(files))
+	read, problems := readTwice(t, SpecStory, home)
+	if len(read) != len(files) || len(files) != 13 {
+		t.Fatalf("found %d sessions, the manifest lists %d files", len(read), len(files))
 	}
 	header := regexp.MustCompile(`^_\*\*(User|Assistant|Agent)`)
 	comment := regexp.MustCompile(`^<!-- (\w+) Session `)
@@ -313,17 +309,11 @@ func TestImportRealSpecStory(t *testing.T) {
 		}
 		end()
 		fh.Close()
-		var it Item
-		for _, x := range items {
-			if x.Path == f.path {
-				it = x
-			}
-		}
-		s, probs, err := it.Read()
-		if err != nil || len(probs) > 0 {
-			t.Errorf("%s: %v %v", filepath.Base(f.path), err, probs)
+		if len(read[f.path]) != 1 || len(problems[f.path]) > 0 {
+			t.Errorf("%s: %d sessions, problems %v", filepath.Base(f.path), len(read[f.path]), problems[f.path])
 			continue
 		}
+		s := read[f.path][0]
 		got := map[string]int{}
 		for _, m := range s.Messages {
 			got[m.Role]++

@@ -227,7 +227,7 @@ func TestImportSQLiteLockedReadsCopy(t *testing.T) {
 	execSQLite(t, path, "DELETE", "CREATE TABLE session (id TEXT)", "INSERT INTO session VALUES ('committed')")
 	// Enough uncommitted rows to spill the writer's small cache into the
 	// file, leaving their originals in a journal that is hot for a copy.
-	pending := "INSERT INTO session VALUES ('pending');\nWITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i < 3000) INSERT INTO session SELECT 'pending-' || i || '-' || hex(randomblob(200)) FROM n"
+	pending := "INSERT INTO session VALUES ('pending');\nWITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i < 1000) INSERT INTO session SELECT 'pending-' || i || '-' || hex(randomblob(200)) FROM n"
 	startWriter(t, path, "DELETE", "PRAGMA cache_size = 10", "EXCLUSIVE", pending)
 	if fi, err := os.Stat(path + "-journal"); err != nil || fi.Size() == 0 {
 		t.Fatalf("want the writer's journal: %v", err)

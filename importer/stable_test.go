@@ -10,8 +10,11 @@ import (
 // readTwice lists and reads root twice and fails when the two reads differ,
 // when two sessions share an id or a session repeats a message id: a re-run
 // of an import must find exactly what the first sent, under the same ids.
-func readTwice(t *testing.T, read func(string, ReadOptions) ([]Item, error), root string) {
+// It returns the second read's sessions and problems by item path (a path
+// read in error maps to no session).
+func readTwice(t *testing.T, read func(string, ReadOptions) ([]Item, error), root string) (map[string][]Session, map[string][]Problem) {
 	t.Helper()
+	sessionsAt, probsAt := map[string][]Session{}, map[string][]Problem{}
 	var runs [2][]string
 	for run := range runs {
 		items, err := read(root, ReadOptions{})
@@ -20,7 +23,13 @@ func readTwice(t *testing.T, read func(string, ReadOptions) ([]Item, error), roo
 		}
 		sessions := map[string]bool{}
 		for _, it := range items {
-			s, _, err := it.Read()
+			s, probs, err := it.Read()
+			if run == 1 {
+				probsAt[it.Path] = append(probsAt[it.Path], probs...)
+				if err == nil {
+					sessionsAt[it.Path] = append(sessionsAt[it.Path], s)
+				}
+			}
 			if err != nil {
 				runs[run] = append(runs[run], "error: "+err.Error())
 				continue
@@ -48,6 +57,7 @@ func readTwice(t *testing.T, read func(string, ReadOptions) ([]Item, error), roo
 			t.Errorf("%s: session %d read differently the second time:\n%s\n%s", root, i, runs[0][i], runs[1][i])
 		}
 	}
+	return sessionsAt, probsAt
 }
 
 // The default places of the readers added for issue 26, per system, with
