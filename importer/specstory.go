@@ -61,8 +61,15 @@ func SpecStory(root string, opts ReadOptions) ([]Item, error) {
 				files = append(files, p)
 			}
 		}
-		add(root, false) // a directory holding SpecStory files
-		add(filepath.Join(root, "history"), true)
+		clean := filepath.Clean(root)
+		switch {
+		case filepath.Base(clean) == "history" && filepath.Base(filepath.Dir(clean)) == ".specstory":
+			add(clean, true)
+		case filepath.Base(clean) == ".specstory":
+			add(filepath.Join(clean, "history"), true)
+		default:
+			add(clean, false) // a directory holding SpecStory files among others
+		}
 		walkProjects(root, func(dir string) bool {
 			if h := filepath.Join(dir, ".specstory", "history"); isDir(h) {
 				add(h, true)

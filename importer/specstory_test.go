@@ -169,9 +169,12 @@ func TestImportReadSpecStory(t *testing.T) {
 	if len(items) != 5 || byName["vs/.specstory/history/empty.md"].Path == "" {
 		t.Fatalf("items = %v", byName)
 	}
-	// A directory of SpecStory files is read as is, other Markdown left out.
-	if flat, err := SpecStory(filepath.Join(home, "flat"), ReadOptions{}); err != nil || len(flat) != 1 {
-		t.Errorf("flat directory: %v, %d items", err, len(flat))
+	// A directory of SpecStory files is read as is, other Markdown left out;
+	// a project's .specstory or its history holds nothing else.
+	for root, want := range map[string]int{"flat": 1, "web/.specstory": 1, "vs/.specstory/history": 2, "vs": 2} {
+		if got, err := SpecStory(filepath.Join(home, root), ReadOptions{}); err != nil || len(got) != want {
+			t.Errorf("SpecStory(%s): %v, %d items, want %d", root, err, len(got), want)
+		}
 	}
 	read := func(name string) (Session, []Problem) {
 		t.Helper()
