@@ -28,6 +28,13 @@ func Agents() []Agent {
 	return []Agent{
 		{Name: "claude-code", Source: SourceClaudeCode, Roots: claudeCodeRoots, Read: ClaudeCode},
 		{Name: "opencode", Source: SourceOpenCode, Roots: openCodeRoots, Read: OpenCode},
+		{Name: "cursor", Source: SourceCursor, Roots: cursorRoots, Read: Cursor},
+		{Name: "cursor-agent", Source: SourceCursor, Roots: cursorAgentRoots, Read: CursorAgent},
+		{Name: "aider", Source: SourceAider, Roots: aiderRoots, Read: Aider},
+		{Name: "specstory", Source: SourceSpecStory, Roots: specStoryRoots, Read: SpecStory},
+		{Name: "copilot", Source: SourceCopilot, Roots: copilotRoots, Read: Copilot},
+		{Name: "vscode-copilot", Source: SourceVSCodeCopilot, Roots: vsCodeCopilotRoots, Read: VSCodeCopilot},
+		{Name: "pi", Source: SourcePi, Roots: piRoots, Read: Pi},
 	}
 }
 

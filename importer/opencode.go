@@ -2,6 +2,7 @@ package importer
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,28 +17,47 @@ import (
 // SourceOpenCode is the source opencode sessions are stored under.
 const SourceOpenCode = "opencode"
 
-// OpenCode lists the sessions in opencode's JSON storage:
+// OpenCode lists the sessions in opencode's history under dir, in either of
+// its layouts:
 //
-//	storage/session/<project>/<session>.json
-//	storage/message/<session>/<message>.json
-//	storage/part/<message>/<part>.json
+//   - SQLite, newer versions: opencode.db (tables session, message, part),
+//     read with its WAL through readSQLite; see openCodeDBItems.
+//   - JSON files, older versions:
+//     storage/session/<project>/<session>.json
+//     storage/message/<session>/<message>.json
+//     storage/part/<message>/<part>.json
 //
-// dir is the storage directory or the one holding it (~/.local/share/opencode).
-// Newer opencode versions keep sessions in SQLite (opencode.db) instead; the
-// error then says so.
+// dir is opencode's data directory (~/.local/share/opencode), its storage
+// directory, or the database file. When both layouts are present (opencode
+// migrates the JSON files into the database and leaves them), a session in
+// the database is read from there only.
 func OpenCode(dir string, opts ReadOptions) ([]Item, error) {
+	var items []Item
+	inDB := map[string]bool{}
+	db := openCodeDBPath(dir)
+	if db != "" {
+		dbItems, ids, err := openCodeDBItems(context.Background(), db, opts)
+		switch {
+		case errors.Is(err, errNotOpenCodeDB) && hasOpenCodeJSON(dir):
+			db = "" // an empty or foreign opencode.db beside the JSON files
+		case err != nil:
+			return nil, fmt.Errorf("opencode history: %w", err)
+		}
+		items = dbItems
+		for _, id := range ids {
+			inDB[id] = true
+		}
+	}
 	root := dir
 	if !isDir(filepath.Join(root, "session")) && isDir(filepath.Join(dir, "storage", "session")) {
 		root = filepath.Join(dir, "storage")
 	}
 	sessDir := filepath.Join(root, "session")
 	if !isDir(sessDir) {
-		for _, db := range []string{filepath.Join(dir, "opencode.db"), filepath.Join(filepath.Dir(dir), "opencode.db")} {
-			if _, err := os.Stat(db); err == nil {
-				return nil, fmt.Errorf("opencode history: no JSON storage under %s, but %s exists: this opencode version keeps sessions in SQLite, which the importer does not read", dir, db)
-			}
+		if db != "" {
+			return items, nil
 		}
-		return nil, fmt.Errorf("opencode history: no session directory under %s (want storage/session/<project>/<id>.json)", dir)
+		return nil, fmt.Errorf("opencode history: no opencode.db and no session directory under %s (want opencode.db or storage/session/<project>/<id>.json)", dir)
 	}
 	var paths []string
 	err := filepath.WalkDir(sessDir, func(p string, d fs.DirEntry, err error) error {
@@ -47,7 +67,8 @@ func OpenCode(dir string, opts ReadOptions) ([]Item, error) {
 			}
 			return nil
 		}
-		if !d.IsDir() && strings.HasSuffix(d.Name(), ".json") && d.Type().IsRegular() {
+		if !d.IsDir() && strings.HasSuffix(d.Name(), ".json") && d.Type().IsRegular() &&
+			!inDB[strings.TrimSuffix(d.Name(), ".json")] {
 			paths = append(paths, p)
 		}
 		return nil
@@ -56,13 +77,16 @@ func OpenCode(dir string, opts ReadOptions) ([]Item, error) {
 		return nil, fmt.Errorf("opencode history: %w", err)
 	}
 	sort.Strings(paths)
-	items := make([]Item, len(paths))
-	for i, p := range paths {
-		items[i] = Item{Path: p, read: func() (Session, []Problem, error) {
+	for _, p := range paths {
+		items = append(items, Item{Path: p, read: func() (Session, []Problem, error) {
 			return readOpenCode(root, p, opts.maxPart())
-		}}
+		}})
 	}
 	return items, nil
+}
+
+func hasOpenCodeJSON(dir string) bool {
+	return isDir(filepath.Join(dir, "session")) || isDir(filepath.Join(dir, "storage", "session"))
 }
 
 func isDir(p string) bool {
@@ -161,12 +185,7 @@ func text(raw json.RawMessage) string {
 	return string(raw)
 }
 
-// readOpenCode reads one session the way opencode-sync's importer does:
-// session totals are sums over the messages (promptTokens = input tokens,
-// completionTokens = output tokens, cost), the model and provider are the
-// first a message names. Text parts become text, tool parts a tool-call and,
-// when there is output, a tool-result, reasoning a thinking part; a message
-// with none of these is left out.
+// readOpenCode reads one session of the JSON layout.
 func readOpenCode(root, path string, maxPart int) (Session, []Problem, error) {
 	var sess ocSession
 	if err := readJSON(path, &sess); err != nil {
@@ -174,13 +193,6 @@ func readOpenCode(root, path string, maxPart int) (Session, []Problem, error) {
 	}
 	if sess.ID == "" {
 		sess.ID = strings.TrimSuffix(filepath.Base(path), ".json")
-	}
-	s := Session{
-		ExternalID: sess.ID, Source: SourceOpenCode, Title: sess.Title,
-		ProjectPath: sess.Directory, ProjectName: projectName(sess.Directory), CreatedAt: ms(sess.Time.Created),
-	}
-	if s.Title == "" {
-		s.Title = sess.Slug
 	}
 	var probs []Problem
 	var msgs []ocMessage
@@ -195,6 +207,35 @@ func readOpenCode(root, path string, maxPart int) (Session, []Problem, error) {
 			continue
 		}
 		msgs = append(msgs, m)
+	}
+	s := openCodeSession(sess, msgs, func(m ocMessage) []Part {
+		var ops []ocPart
+		for _, p := range jsonFiles(filepath.Join(root, "part", m.ID)) {
+			var op ocPart
+			if err := readJSON(p, &op); err != nil {
+				probs = append(probs, Problem{Path: p, Err: "skipped part: " + err.Error()})
+				continue
+			}
+			ops = append(ops, op)
+		}
+		return ocParts(ops, maxPart)
+	})
+	return s, probs, nil
+}
+
+// openCodeSession assembles a session, whichever layout it was read from,
+// the way opencode-sync's importer does: session totals are sums over the
+// messages (promptTokens = input tokens, completionTokens = output tokens,
+// cost), the model and provider are the first a message names. Messages go
+// in order of creation; parts(m) gives a message's parts, and a message
+// without any is left out.
+func openCodeSession(sess ocSession, msgs []ocMessage, parts func(ocMessage) []Part) Session {
+	s := Session{
+		ExternalID: sess.ID, Source: SourceOpenCode, Title: sess.Title,
+		ProjectPath: sess.Directory, ProjectName: projectName(sess.Directory), CreatedAt: ms(sess.Time.Created),
+	}
+	if s.Title == "" {
+		s.Title = sess.Slug
 	}
 	sort.SliceStable(msgs, func(i, j int) bool {
 		if msgs[i].Time.Created != msgs[j].Time.Created {
@@ -224,12 +265,11 @@ func readOpenCode(root, path string, maxPart int) (Session, []Problem, error) {
 				end = t
 			}
 		}
-		parts, pp := readParts(filepath.Join(root, "part", m.ID), maxPart)
-		probs = append(probs, pp...)
-		if len(parts) == 0 {
+		ps := parts(m)
+		if len(ps) == 0 {
 			continue
 		}
-		msg := Message{ExternalID: m.ID, Role: role(m.Role), Parts: parts, Model: m.ModelID, CreatedAt: at}
+		msg := Message{ExternalID: m.ID, Role: role(m.Role), Parts: ps, Model: m.ModelID, CreatedAt: at}
 		if m.Tokens != nil {
 			msg.PromptTokens, msg.CompletionTokens = ptr(round(m.Tokens.Input)), ptr(round(m.Tokens.Output))
 		}
@@ -249,7 +289,7 @@ func readOpenCode(root, path string, maxPart int) (Session, []Problem, error) {
 	if !s.CreatedAt.IsZero() && end.After(s.CreatedAt) {
 		s.DurationMs = end.Sub(s.CreatedAt).Milliseconds()
 	}
-	return s, probs, nil
+	return s
 }
 
 func role(r string) string {
@@ -260,15 +300,12 @@ func role(r string) string {
 	return "unknown"
 }
 
-func readParts(dir string, maxPart int) ([]Part, []Problem) {
+// ocParts converts a message's parts, in order: text becomes text, tool a
+// tool-call and, when there is output, a tool-result, reasoning a thinking
+// part; the rest (step markers, files, patches) is left out.
+func ocParts(ops []ocPart, maxPart int) []Part {
 	var parts []Part
-	var probs []Problem
-	for _, p := range jsonFiles(dir) {
-		var op ocPart
-		if err := readJSON(p, &op); err != nil {
-			probs = append(probs, Problem{Path: p, Err: "skipped part: " + err.Error()})
-			continue
-		}
+	for _, op := range ops {
 		switch op.Type {
 		case "text":
 			if strings.TrimSpace(op.Text) != "" && !op.Ignored {
@@ -295,5 +332,5 @@ func readParts(dir string, maxPart int) ([]Part, []Problem) {
 			}
 		}
 	}
-	return parts, probs
+	return parts
 }

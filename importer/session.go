@@ -18,6 +18,7 @@ type Session struct {
 	Title            string
 	ProjectPath      string
 	ProjectName      string
+	GitBranch        string // the branch checked out when the session started; "" if unknown
 	Model            string
 	Provider         string
 	PromptTokens     int64
