@@ -33,6 +33,8 @@ require (
 	modernc.org/sqlite v1.61.1
 )
 
+require github.com/bmatcuk/doublestar/v4 v4.10.4 // indirect
+
 require (
 	codeberg.org/go-fonts/liberation v0.5.0 // indirect
 	codeberg.org/go-latex/latex v0.2.0 // indirect
