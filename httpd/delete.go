@@ -1,7 +1,6 @@
 package httpd
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -81,22 +80,6 @@ func (s *Server) deleteAccountData(w http.ResponseWriter, r *http.Request) error
 	return writeJSON(w, http.StatusOK, map[string]any{"ok": true, "deletedSessions": n, "deletedMessages": m})
 }
 
-// A deleted-sessions cursor is "<deletedAt>.<externalId, base64url>":
-// external ids may hold any character.
-func formatDeletedCursor(p ingest.DeletedPosition) string {
-	return strconv.FormatInt(p.DeletedAt, 10) + "." + base64.RawURLEncoding.EncodeToString([]byte(p.ExternalID))
-}
-
-func parseDeletedCursor(raw string) (ingest.DeletedPosition, error) {
-	ts, ext, ok := strings.Cut(raw, ".")
-	n, err := strconv.ParseInt(ts, 10, 64)
-	id, derr := base64.RawURLEncoding.DecodeString(ext)
-	if !ok || err != nil || derr != nil || len(id) == 0 {
-		return ingest.DeletedPosition{}, errBadRequest("cursor is malformed: pass the nextCursor of a previous response")
-	}
-	return ingest.DeletedPosition{DeletedAt: n, ExternalID: string(id)}, nil
-}
-
 // listDeleted: GET /api/sessions/deleted?limit=&cursor=, the caller's
 // tombstones, newest first: {"deleted": [{"externalId", "source",
 // "deletedAt", "reason"}], "nextCursor"}. limit defaults to 100, at most
@@ -108,8 +91,8 @@ func (s *Server) listDeleted(w http.ResponseWriter, r *http.Request) error {
 	}
 	var from ingest.DeletedPosition
 	if c := r.URL.Query().Get("cursor"); c != "" {
-		if from, err = parseDeletedCursor(c); err != nil {
-			return err
+		if from, err = ingest.ParseDeletedPosition(c); err != nil {
+			return errBadRequest("cursor is malformed: pass the nextCursor of a previous response")
 		}
 	}
 	list, next, more, err := s.cfg.Ingest.DeletedSessions(r.Context(), UserID(r.Context()), from, limit)
@@ -121,7 +104,7 @@ func (s *Server) listDeleted(w http.ResponseWriter, r *http.Request) error {
 		out.Deleted[i] = viewDeleted(t)
 	}
 	if more {
-		out.NextCursor = formatDeletedCursor(next)
+		out.NextCursor = next.String()
 	}
 	return writeJSON(w, http.StatusOK, out)
 }

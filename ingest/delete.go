@@ -2,9 +2,12 @@ package ingest
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/hindsight-dev/hindsight/kv"
 	"github.com/hindsight-dev/hindsight/topk"
@@ -148,6 +151,24 @@ var errStop error = stopErr{}
 type DeletedPosition struct {
 	DeletedAt  int64
 	ExternalID string
+}
+
+// String encodes p for a page link or an API cursor:
+// "<deletedAt>.<externalId, base64url>" (external ids may hold any
+// character).
+func (p DeletedPosition) String() string {
+	return strconv.FormatInt(p.DeletedAt, 10) + "." + base64.RawURLEncoding.EncodeToString([]byte(p.ExternalID))
+}
+
+// ParseDeletedPosition decodes what DeletedPosition.String wrote.
+func ParseDeletedPosition(s string) (DeletedPosition, error) {
+	ts, ext, ok := strings.Cut(s, ".")
+	n, err := strconv.ParseInt(ts, 10, 64)
+	id, derr := base64.RawURLEncoding.DecodeString(ext)
+	if !ok || err != nil || derr != nil || len(id) == 0 {
+		return DeletedPosition{}, invalid("malformed position %q", s)
+	}
+	return DeletedPosition{DeletedAt: n, ExternalID: string(id)}, nil
 }
 
 // maxDeletedPage bounds one page of DeletedSessions.
