@@ -46,7 +46,7 @@ func TestDeletedSessionsPage(t *testing.T) {
 	id := f.sessionID(alice, "s1")
 	b := f.browser()
 	b.signIn("alice")
-	b.get("/sessions/" + id + "/delete").want(t, http.StatusOK)
+	b.get("/sessions/"+id+"/delete").want(t, http.StatusOK)
 	b.post("/sessions/"+id+"/delete", url.Values{"confirm": {"yes"}}).want(t, http.StatusSeeOther)
 
 	// The plugin's next write is dropped: nothing reappears.
