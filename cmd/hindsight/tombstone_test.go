@@ -95,7 +95,9 @@ func TestPluginResyncAfterDelete(t *testing.T) {
 	post("/sync/session", `{"externalId":"ses-other","source":"claude-code","title":"unrelated work"}`)
 	post("/sync/message", `{"sessionExternalId":"ses-other","externalId":"u-1","role":"user","textContent":"something else"}`)
 	ta.idle()
-	var list struct{ Sessions []struct{ ID, ExternalID string } }
+	var list struct {
+		Sessions []struct{ ID, ExternalID string }
+	}
 	_, b := ta.do(http.MethodGet, key, "/api/sessions", nil)
 	json.Unmarshal(b, &list)
 	var id string
@@ -189,7 +191,9 @@ func TestBackupCarriesTombstones(t *testing.T) {
 	key := ta.key("alice")
 	ta.batch(key, map[string]any{"sessions": []any{
 		map[string]any{"externalId": "gone", "title": "to delete"}, map[string]any{"externalId": "kept", "title": "kept"}}})
-	var list struct{ Sessions []struct{ ID, ExternalID string } }
+	var list struct {
+		Sessions []struct{ ID, ExternalID string }
+	}
 	_, b := ta.do(http.MethodGet, key, "/api/sessions", nil)
 	json.Unmarshal(b, &list)
 	for _, s := range list.Sessions {
