@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/hindsight-dev/hindsight/kv"
-	"github.com/hindsight-dev/hindsight/topk"
 )
 
 // deleteStep bounds how many sessions one deletion transaction tombstones.
@@ -175,39 +174,29 @@ func ParseDeletedPosition(s string) (DeletedPosition, error) {
 const maxDeletedPage = 1000
 
 // DeletedSessions returns up to limit of the user's tombstones after from,
-// newest first (equal times by external id), and the position of the next
-// page (ok false when this is the last). It reads all of the user's
-// tombstones, keeping the best limit: each is a few dozen bytes, a
-// hundred thousand take tens of milliseconds.
+// newest first (equal times by descending external id), and the position of
+// the next page (more false when this is the last). It reads only the
+// tombstones it returns, and one more.
 func (s *Service) DeletedSessions(ctx context.Context, userID string, from DeletedPosition, limit int) (list []kv.Tombstone, next DeletedPosition, more bool, err error) {
 	limit = min(max(limit, 1), maxDeletedPage)
-	// worse(a, b): a comes later in the list than b.
-	worse := func(a, b kv.Tombstone) bool {
-		if a.DeletedAt != b.DeletedAt {
-			return a.DeletedAt < b.DeletedAt
-		}
-		return a.ExternalID > b.ExternalID
-	}
-	h := topk.New(limit+1, worse)
 	err = s.store.View(ctx, func(tx *kv.Tx) error {
-		return tx.Tombstones(userID, func(t kv.Tombstone) error {
-			if from != (DeletedPosition{}) && !worse(t, kv.Tombstone{DeletedAt: from.DeletedAt, ExternalID: from.ExternalID}) {
-				return nil
+		return tx.RecentTombstones(userID, kv.TombstonePosition(from), func(t kv.Tombstone) bool {
+			if len(list) == limit {
+				more = true
+				return false
 			}
-			h.Push(t)
-			return nil
+			list = append(list, t)
+			return true
 		})
 	})
 	if err != nil {
 		return nil, DeletedPosition{}, false, fmt.Errorf("list deleted sessions: %w", err)
 	}
-	list = h.Sorted()
-	if len(list) > limit {
-		list = list[:limit]
-		last := list[limit-1]
-		return list, DeletedPosition{DeletedAt: last.DeletedAt, ExternalID: last.ExternalID}, true, nil
+	if more {
+		last := list[len(list)-1]
+		next = DeletedPosition{DeletedAt: last.DeletedAt, ExternalID: last.ExternalID}
 	}
-	return list, DeletedPosition{}, false, nil
+	return list, next, more, nil
 }
 
 // Excluded reports whether t is an exclusion that still holds: its

@@ -332,7 +332,7 @@ func TestDeleteByProjectAndAll(t *testing.T) {
 	f.purge()
 }
 
-// DeletedSessions lists newest first (equal times by external id) and
+// DeletedSessions lists newest first (equal times by descending external id) and
 // pages without losing or repeating an entry.
 func TestDeletedSessionsOrderAndPages(t *testing.T) {
 	f := newFixture(t)
@@ -350,7 +350,7 @@ func TestDeletedSessionsOrderAndPages(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"f", "b", "c", "e", "a", "d"}
+	want := []string{"f", "e", "c", "b", "a", "d"}
 	for _, limit := range []int{1, 2, 4, 6, 100} {
 		var got []string
 		var from ingest.DeletedPosition

@@ -33,7 +33,7 @@ func (s *Store) Check() error {
 				return nil
 			})
 		}
-		for _, b := range [][]byte{bucketSessions, bucketExternal, bucketOrder, bucketSessionNum, bucketMessages, bucketMsgExt, bucketOutbox, bucketOutboxChunks, bucketTombstones} {
+		for _, b := range [][]byte{bucketSessions, bucketExternal, bucketOrder, bucketSessionNum, bucketMessages, bucketMsgExt, bucketOutbox, bucketOutboxChunks, bucketTombstones, bucketTombstoneOrder} {
 			owned(b, IDLen)
 		}
 		counts := map[string]int64{}

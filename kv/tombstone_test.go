@@ -187,3 +187,52 @@ func TestSessionsAfter(t *testing.T) {
 		}
 	}
 }
+
+// RecentTombstones lists newest first from any position, follows a
+// replaced tombstone to its new time, and forgets a removed one.
+func TestRecentTombstones(t *testing.T) {
+	st := kvtest.Open(t)
+	users := createUsers(t, st, 2)
+	ann, bob := users[0].ID, users[1].ID
+	put := func(user, ext string, at int64) {
+		t.Helper()
+		mustCommit(t, st, func(tx *kv.Tx) error {
+			return tx.PutTombstone(user, kv.Tombstone{ExternalID: ext, DeletedAt: at, Reason: kv.ReasonDeleted})
+		})
+	}
+	for ext, at := range map[string]int64{"a": 5, "b": 7, "c": 7, "d": 1, "e": 9} {
+		put(ann, ext, at)
+		put(bob, ext+"-bob", at)
+	}
+	recent := func(from kv.TombstonePosition, max int) []string {
+		var out []string
+		st.View(ctx, func(tx *kv.Tx) error {
+			return tx.RecentTombstones(ann, from, func(ts kv.Tombstone) bool {
+				out = append(out, ts.ExternalID)
+				return len(out) < max
+			})
+		})
+		return out
+	}
+	for _, tc := range []struct {
+		from kv.TombstonePosition
+		max  int
+		want []string
+	}{
+		{kv.TombstonePosition{}, 100, []string{"e", "c", "b", "a", "d"}},
+		{kv.TombstonePosition{}, 2, []string{"e", "c"}},
+		{kv.TombstonePosition{DeletedAt: 7, ExternalID: "c"}, 100, []string{"b", "a", "d"}},
+		{kv.TombstonePosition{DeletedAt: 7, ExternalID: "b"}, 100, []string{"a", "d"}},
+		{kv.TombstonePosition{DeletedAt: 6, ExternalID: "zzz"}, 100, []string{"a", "d"}}, // not a tombstone: from where it would be
+		{kv.TombstonePosition{DeletedAt: 1, ExternalID: "d"}, 100, nil},
+	} {
+		if got := recent(tc.from, tc.max); !slices.Equal(got, tc.want) {
+			t.Errorf("RecentTombstones(%+v) = %q, want %q", tc.from, got, tc.want)
+		}
+	}
+	put(ann, "d", 10) // deleted again later: it moves to the front
+	mustCommit(t, st, func(tx *kv.Tx) error { _, err := tx.RemoveTombstone(ann, "c"); return err })
+	if got := recent(kv.TombstonePosition{}, 100); !slices.Equal(got, []string{"d", "e", "b", "a"}) {
+		t.Errorf("after replacing d and removing c: %q", got)
+	}
+}
