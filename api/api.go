@@ -87,13 +87,52 @@ type Counts struct {
 }
 
 // SyncBatchResult is the response to POST /sync/batch. Errors has one string
-// per rejected entry, naming it; the other entries are stored.
+// per rejected entry, naming it; Ignored has the entries acknowledged and
+// dropped because their session was deleted or its project is excluded
+// (counted as neither inserted nor updated); the other entries are stored.
 type SyncBatchResult struct {
-	OK        bool     `json:"ok"`
-	Sessions  Counts   `json:"sessions"`
-	Messages  Counts   `json:"messages"`
-	Errors    []string `json:"errors"`
-	KeepDates bool     `json:"keepDates,omitempty"` // echoed for /sync/batch?keepDates=1
+	OK        bool          `json:"ok"`
+	Sessions  Counts        `json:"sessions"`
+	Messages  Counts        `json:"messages"`
+	Errors    []string      `json:"errors"`
+	Ignored   []SyncIgnored `json:"ignored"`             // [] when none; absent from servers without tombstones
+	KeepDates bool          `json:"keepDates,omitempty"` // echoed for /sync/batch?keepDates=1
+}
+
+// SyncIgnored is a batch entry that was acknowledged and dropped.
+type SyncIgnored struct {
+	Entry      string `json:"entry"`      // its place in the request: "sessions[0]", "messages[3]"
+	ExternalID string `json:"externalId"` // the entry's own externalId
+	Reason     string `json:"reason"`     // "deleted" (its session was deleted) or "excluded" (its project is)
+}
+
+// SyncSessionList is the response to GET /sync/sessions/list: the external
+// ids of the caller's sessions, and of the sessions they deleted (whose
+// syncs are dropped; importers skip them).
+type SyncSessionList struct {
+	SessionIDs []string `json:"sessionIds"`
+	DeletedIDs []string `json:"deletedIds"`
+}
+
+// DeletedSession is a tombstone as GET /api/sessions/deleted lists it: what
+// stays of a deleted session (no title, no content).
+type DeletedSession struct {
+	ExternalID string `json:"externalId"`
+	Source     string `json:"source"`
+	DeletedAt  int64  `json:"deletedAt"` // Unix ms
+	Reason     string `json:"reason"`    // "deleted" or "excluded"
+}
+
+// DeletedSessionList is the response to GET /api/sessions/deleted, newest
+// first. NextCursor is set when more follow.
+type DeletedSessionList struct {
+	Deleted    []DeletedSession `json:"deleted"`
+	NextCursor string           `json:"nextCursor,omitempty"`
+}
+
+// AllowSync is the body of POST /api/sessions/deleted/allow.
+type AllowSync struct {
+	ExternalIDs []string `json:"externalIds"`
 }
 
 // Session is the session read object (GET /api/sessions items,

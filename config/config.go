@@ -40,6 +40,9 @@ type Config struct {
 	// WeaviateReplication is the replication factor of the text index's
 	// collections when Hindsight creates them (HINDSIGHT_WEAVIATE_REPLICATION).
 	WeaviateReplication int
+	// ExcludeProjects: sessions of these projects are never kept
+	// (HINDSIGHT_EXCLUDE_PROJECTS, --exclude-projects; see ingest.ProjectGlobs).
+	ExcludeProjects ingest.ProjectGlobs
 	// WeaviateTextPrefix names the text index's collections ("" = the
 	// default, HindsightText). No flag or variable sets it: the benchmarks
 	// use a fresh one so they never touch a deployment's collections.
@@ -270,6 +273,31 @@ func (l *Loader) Serve(c *Config) {
 	l.Semantic(c)
 	l.Embedder(c, "openai, local or none; default: openai when OPENAI_API_KEY is set, else local when the model is present")
 	l.TextIndex(c)
+	l.ExcludeProjects(c)
+}
+
+// ExcludeProjects binds --exclude-projects (HINDSIGHT_EXCLUDE_PROJECTS):
+// comma-separated globs matched against each session's projectPath and
+// projectName; matching sessions are dropped. A malformed pattern is an
+// error that names it.
+func (l *Loader) ExcludeProjects(c *Config) {
+	const env = "HINDSIGHT_EXCLUDE_PROJECTS"
+	want := "comma-separated glob patterns (*, ?, [a-z], {a,b}, and ** across directories)"
+	set := func(s string) error {
+		g, err := ingest.ParseProjectGlobs(s)
+		if err == nil {
+			c.ExcludeProjects = g
+		}
+		return err
+	}
+	if v, ok := l.lookup(env); ok {
+		if err := set(v); err != nil {
+			l.errs = append(l.errs, &Error{Name: env, Value: v, Want: want + "; " + err.Error()})
+		}
+	}
+	l.bind("exclude-projects", "", "comma-separated globs of projects whose sessions are never kept, matched against "+
+		"projectPath and projectName, e.g. '/home/me/clients/**,secret-*' (env "+env+")", want, set,
+		func() string { return c.ExcludeProjects.String() })
 }
 
 // TextIndex binds --text-index (HINDSIGHT_TEXT_INDEX: bleve or weaviate)
@@ -369,7 +397,8 @@ func (c Config) MarshalZerologObject(e *zerolog.Event) {
 		Int("max_parts", c.Limits.MaxParts).
 		Float64("rate_limit", c.Rate).Int("rate_burst", c.Burst).
 		Str("log_format", c.LogFormat).Str("log_level", c.LogLevel).
-		Str("text_index", c.TextIndex).Int("weaviate_replication", c.WeaviateReplication)
+		Str("text_index", c.TextIndex).Int("weaviate_replication", c.WeaviateReplication).
+		Int("exclude_projects", len(c.ExcludeProjects.Patterns()))
 	s := c.Semantic
 	e.Str("embedder", s.Embedder).Str("openai_api_key", secret(s.OpenAIKey)).
 		Str("openai_base_url", redactURL(s.OpenAIBaseURL)).Str("openai_model", s.OpenAIModel).

@@ -58,6 +58,9 @@ func TestBadValuesAreErrors(t *testing.T) {
 		{env: map[string]string{"HINDSIGHT_WEAVIATE_REPLICATION": "0"}, name: "HINDSIGHT_WEAVIATE_REPLICATION", want: "at least 1"},
 		{args: []string{"--text-index", "weaviate"}, name: "HINDSIGHT_TEXT_INDEX", want: "WEAVIATE_URL"},
 		{args: []string{"--text-index", "solr"}, name: "-text-index", want: "bleve, weaviate"},
+		{env: map[string]string{"HINDSIGHT_EXCLUDE_PROJECTS": "/ok/**,/bad/[a-"}, name: "HINDSIGHT_EXCLUDE_PROJECTS", want: `malformed pattern "/bad/[a-"`},
+		{env: map[string]string{"HINDSIGHT_EXCLUDE_PROJECTS": "{unclosed"}, name: "HINDSIGHT_EXCLUDE_PROJECTS", want: "glob patterns"},
+		{args: []string{"--exclude-projects", "x[y"}, name: "-exclude-projects", want: "glob patterns"},
 	} {
 		_, err := load(tc.env, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.name) || !strings.Contains(err.Error(), tc.want) {
@@ -155,5 +158,32 @@ func TestTextIndexWeaviate(t *testing.T) {
 	}
 	if c.TextIndex != "weaviate" || c.WeaviateReplication != 3 {
 		t.Errorf("text index %q replication %d, want weaviate 3", c.TextIndex, c.WeaviateReplication)
+	}
+}
+
+// HINDSIGHT_EXCLUDE_PROJECTS is a comma-separated list; commas inside
+// {a,b} belong to the pattern; the flag wins.
+func TestExcludeProjects(t *testing.T) {
+	for _, tc := range []struct {
+		env  string
+		args []string
+		want []string
+	}{
+		{env: "", want: nil},
+		{env: " /home/me/clients/** , secret-*,,", want: []string{"/home/me/clients/**", "secret-*"}},
+		{env: "{alpha,beta}-*,/x/**", want: []string{"{alpha,beta}-*", "/x/**"}},
+		{env: "a", args: []string{"--exclude-projects", "b,c"}, want: []string{"b", "c"}},
+	} {
+		env := map[string]string{}
+		if tc.env != "" {
+			env["HINDSIGHT_EXCLUDE_PROJECTS"] = tc.env
+		}
+		c, err := load(env, tc.args...)
+		if err != nil {
+			t.Fatalf("env %q args %q: %v", tc.env, tc.args, err)
+		}
+		if got := c.ExcludeProjects.Patterns(); strings.Join(got, "|") != strings.Join(tc.want, "|") {
+			t.Errorf("env %q args %q: patterns %q, want %q", tc.env, tc.args, got, tc.want)
+		}
 	}
 }

@@ -197,6 +197,8 @@ func TestCSRFRejected(t *testing.T) {
 		{"/evals/export", url.Values{"id": {sid}, "format": {"deepeval"}}},
 		{"/sessions/" + sid + "/delete", url.Values{"confirm": {"yes"}}},
 		{"/settings/delete-all", url.Values{"confirm": {"delete all"}}},
+		{"/sessions/delete-project", url.Values{"project": {"p"}, "confirm": {"yes"}}},
+		{"/sessions/deleted/allow", url.Values{"externalId": {"s1"}}},
 		{"/logout", nil},
 	} {
 		for name, csrf := range map[string]string{"missing": "", "wrong": "x" + good[1:], "another session's": m.csrf} {

@@ -131,12 +131,12 @@ func (f *fixture) session(userID, body string) string {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	id, err := f.ingest.Session(bg, userID, in)
+	res, err := f.ingest.Session(bg, userID, in)
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	f.index()
-	return id
+	return res.ID
 }
 
 func (f *fixture) index() {

@@ -553,7 +553,7 @@ func TestEveryPageRendersEmpty(t *testing.T) {
 	f.user("alice")
 	b := f.browser()
 	b.signIn("alice")
-	for _, path := range []string{"/sessions", "/sessions?q=anything", "/evals", "/settings", "/usage", "/usage?days=7"} {
+	for _, path := range []string{"/sessions", "/sessions?q=anything", "/sessions/deleted", "/evals", "/settings", "/usage", "/usage?days=7"} {
 		p := b.get(path).want(t, http.StatusOK)
 		one(t, p.doc, "main#main h1")
 		assertNoInjectedScript(t, p.doc)

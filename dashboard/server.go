@@ -65,7 +65,7 @@ type Config struct {
 	Accounts *accounts.Accounts // API keys
 	Web      *accounts.Web      // passwords, web sessions, setup token
 	Search   Searcher
-	Deleter  Deleter // deletes sessions: the Session page's Delete, Settings' "Delete all"
+	Deleter  Deleter // deletes sessions (the Session page's Delete, a project's, Settings' "Delete all") and lists deleted ones
 	// Logger is used for requests that arrive without a request-scoped
 	// logger (httpd's middleware provides one, with the request id).
 	Logger zerolog.Logger
@@ -153,7 +153,7 @@ func New(cfg Config) (*Server, error) {
 
 // pageNames are the page templates; each is parsed with the shared
 // _layout.html into its own set.
-var pageNames = []string{"login", "setup", "sessions", "session", "delete", "evals", "settings", "usage", "error"}
+var pageNames = []string{"login", "setup", "sessions", "session", "delete", "deleteproject", "deleted", "evals", "settings", "usage", "error"}
 
 func (s *Server) parsePages() (map[string]*template.Template, error) {
 	funcs := template.FuncMap{
@@ -203,6 +203,11 @@ func (s *Server) Install(r *mux.Router) {
 	post("/setup", s.handle(s.setup))
 
 	get("/sessions", s.signedIn(s.sessions))
+	// Before /sessions/{id}, which would match these paths too.
+	get("/sessions/deleted", s.signedIn(s.deletedSessions))
+	post("/sessions/deleted/allow", s.signedIn(s.allowSync))
+	get("/sessions/delete-project", s.signedIn(s.confirmDeleteProject))
+	post("/sessions/delete-project", s.signedIn(s.deleteProject))
 	get("/sessions/{id}", s.signedIn(s.session))
 	get("/sessions/{id}/export", s.signedIn(s.exportSession))
 	post("/sessions/{id}/eval", s.signedIn(s.sessionEval))

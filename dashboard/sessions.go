@@ -106,6 +106,9 @@ func (s *Server) sessions(w http.ResponseWriter, r *http.Request, v *viewer) err
 	if qv.Get("deleted") == "1" {
 		p.Flash = "Session deleted. It no longer appears in the list, search, Evals or exports."
 	}
+	if n, err := strconv.Atoi(qv.Get("deletedProject")); err == nil && n > 0 {
+		p.Flash = "Deleted " + plural(n, "session") + " of the project. They no longer appear in the list, search, Evals or exports."
+	}
 	var err error
 	if p.Facets, err = s.facets(r, v.user.ID, nil); err != nil {
 		return err

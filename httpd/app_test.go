@@ -48,6 +48,8 @@ type options struct {
 	// ingestNow replaces ingest's clock, which runs inside the write
 	// transaction (fault injection: a panic inside a write).
 	ingestNow func() time.Time
+	// exclude: projects whose sessions are dropped (HINDSIGHT_EXCLUDE_PROJECTS).
+	exclude string
 }
 
 // app is a real Hindsight wired as cmd/hindsight's buildApp does, served by
@@ -93,6 +95,11 @@ func newApp(t *testing.T, o options) *app {
 		now = o.ingestNow
 	}
 	svc := ingest.NewService(st, now)
+	globs, err := ingest.ParseProjectGlobs(o.exclude)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.ExcludeProjects(globs)
 	var auth httpd.Authenticator = a.acct
 	if o.auth != nil {
 		auth = o.auth
@@ -354,6 +361,12 @@ func (a *app) snapshot() string {
 				}); err != nil {
 					return err
 				}
+			}
+			if err := tx.Tombstones(u.ID, func(ts kv.Tombstone) error {
+				fmt.Fprintf(&b, "tombstone %s %+v\n", u.ID, ts)
+				return nil
+			}); err != nil {
+				return err
 			}
 		}
 		fmt.Fprintf(&b, "outbox %d\n", tx.OutboxLen())

@@ -48,6 +48,10 @@ func TestAuthRequired(t *testing.T) {
 		{"POST", "/sync/session", `{"externalId":"intruder"}`},
 		{"POST", "/sync/message", `{"sessionExternalId":"intruder","externalId":"m","role":"user"}`},
 		{"POST", "/sync/batch", `{"sessions":[{"externalId":"intruder"}]}`},
+		{"DELETE", "/api/sessions?project=/p", ""},
+		{"DELETE", "/api/account/data", ""},
+		{"GET", "/api/sessions/deleted", ""},
+		{"POST", "/api/sessions/deleted/allow", `{"externalIds":["s"]}`},
 	}
 	before := a.snapshot()
 	for _, h := range headers {

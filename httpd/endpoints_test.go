@@ -84,7 +84,7 @@ func TestSyncResponseShapes(t *testing.T) {
 
 	b := a.ok("POST", "/sync/batch", key, `{"sessions":[{"externalId":"s2"}],"messages":[{"sessionExternalId":"s2","externalId":"m1","role":"user"}]}`)
 	want := map[string]any{"ok": true, "sessions": map[string]any{"inserted": 1.0, "updated": 0.0},
-		"messages": map[string]any{"inserted": 1.0, "updated": 0.0}, "errors": []any{}}
+		"messages": map[string]any{"inserted": 1.0, "updated": 0.0}, "errors": []any{}, "ignored": []any{}}
 	if fmt.Sprint(b) != fmt.Sprint(want) {
 		t.Errorf("/sync/batch = %v\nwant %v", b, want)
 	}
@@ -99,12 +99,12 @@ func TestSyncResponseShapes(t *testing.T) {
 	for _, id := range ids {
 		got = append(got, id.(string))
 	}
-	if !slices.Equal(keysOf(l), []string{"sessionIds"}) || !slices.Equal(sorted(got...), []string{"s1", "s2"}) {
-		t.Errorf("/sync/sessions/list = %v, want sessionIds [s1 s2]", l)
+	if !slices.Equal(keysOf(l), []string{"deletedIds", "sessionIds"}) || !slices.Equal(sorted(got...), []string{"s1", "s2"}) {
+		t.Errorf("/sync/sessions/list = %v, want sessionIds [s1 s2] and deletedIds", l)
 	}
 	// A user with nothing gets an empty array, not null.
 	other := a.user("bob")
-	if r := a.req("GET", "/sync/sessions/list", other, nil); strings.TrimSpace(string(r.body)) != `{"sessionIds":[]}` {
+	if r := a.req("GET", "/sync/sessions/list", other, nil); strings.TrimSpace(string(r.body)) != `{"sessionIds":[],"deletedIds":[]}` {
 		t.Errorf("empty /sync/sessions/list = %s", r.body)
 	}
 	if r := a.req("GET", "/api/sessions", other, nil); strings.TrimSpace(string(r.body)) != `{"sessions":[]}` {

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/hindsight-dev/hindsight/api"
 	"github.com/hindsight-dev/hindsight/ingest"
 	"github.com/hindsight-dev/hindsight/kv"
 )
@@ -29,11 +30,21 @@ func (s *Server) syncSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	id, err := s.cfg.Ingest.Session(r.Context(), UserID(r.Context()), in)
+	res, err := s.cfg.Ingest.Session(r.Context(), UserID(r.Context()), in)
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"ok": true, "sessionId": id})
+	return writeSynced(w, "sessionId", res)
+}
+
+// writeSynced answers a single-entry sync: the stored entry's id under
+// idField, or, for an entry of a deleted session or an excluded project,
+// 200 with "ignored" and why (decisions.md), so the plugin does not retry.
+func writeSynced(w http.ResponseWriter, idField string, res ingest.Result) error {
+	if res.Ignored != "" {
+		return writeJSON(w, http.StatusOK, map[string]any{"ok": true, "ignored": res.Ignored})
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"ok": true, idField: res.ID})
 }
 
 func (s *Server) syncMessage(w http.ResponseWriter, r *http.Request) error {
@@ -45,11 +56,11 @@ func (s *Server) syncMessage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	id, err := s.cfg.Ingest.Message(r.Context(), UserID(r.Context()), in)
+	res, err := s.cfg.Ingest.Message(r.Context(), UserID(r.Context()), in)
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"ok": true, "messageId": id})
+	return writeSynced(w, "messageId", res)
 }
 
 type batchResponse struct {
@@ -57,6 +68,9 @@ type batchResponse struct {
 	Sessions ingest.Counts `json:"sessions"`
 	Messages ingest.Counts `json:"messages"`
 	Errors   []string      `json:"errors"`
+	// Ignored: entries of deleted sessions or excluded projects,
+	// acknowledged and dropped ([] when none, like Errors).
+	Ignored []api.SyncIgnored `json:"ignored"`
 	// KeepDates echoes ?keepDates=1, so a client knows the dates were kept
 	// (a server without the option ignores the parameter and omits this).
 	KeepDates bool `json:"keepDates,omitempty"`
@@ -83,17 +97,22 @@ func (s *Server) syncBatch(w http.ResponseWriter, r *http.Request) error {
 	if errs == nil {
 		errs = []string{}
 	}
-	return writeJSON(w, http.StatusOK, batchResponse{OK: true, Sessions: res.Sessions, Messages: res.Messages, Errors: errs, KeepDates: b.KeepDates})
+	return writeJSON(w, http.StatusOK, batchResponse{OK: true, Sessions: res.Sessions, Messages: res.Messages, Errors: errs,
+		Ignored: res.Ignored, KeepDates: b.KeepDates})
 }
 
+// syncSessionsList: GET /sync/sessions/list, the external ids of the
+// caller's sessions and, in deletedIds, of their tombstones (importers skip
+// those).
 func (s *Server) syncSessionsList(w http.ResponseWriter, r *http.Request) error {
-	var ids []string
+	var list api.SyncSessionList
 	err := s.cfg.Records.View(r.Context(), func(tx *kv.Tx) error {
-		ids = tx.ExternalSessionIDs(UserID(r.Context()))
+		list.SessionIDs = tx.ExternalSessionIDs(UserID(r.Context()))
+		list.DeletedIDs = tx.TombstoneIDs(UserID(r.Context()))
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"sessionIds": ids})
+	return writeJSON(w, http.StatusOK, list)
 }

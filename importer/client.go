@@ -308,6 +308,22 @@ func (c *Client) sessions(ctx context.Context) (map[string]api.Session, error) {
 	}
 }
 
+// deletedIDs returns the external ids of the sessions the key's user
+// deleted on the server (GET /sync/sessions/list's deletedIds; a server
+// without tombstones sends none). The server drops their syncs; the
+// importer does not send them.
+func (c *Client) deletedIDs(ctx context.Context) (map[string]bool, error) {
+	var list api.SyncSessionList
+	if err := c.do(ctx, http.MethodGet, "/sync/sessions/list", nil, &list); err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(list.DeletedIDs))
+	for _, id := range list.DeletedIDs {
+		out[id] = true
+	}
+	return out, nil
+}
+
 // storedText is what the server searches for a stored message: its text
 // parts, or its textContent when it has none.
 func storedText(m api.Message) string {

@@ -50,9 +50,12 @@ func (o Options) withDefaults() Options {
 // when the server already had all of it, Skipped when there was nothing to
 // send (unreadable, or no messages), Failed when the server refused part of
 // it or could not be reached after the retries. A message is Imported when
-// sent, Unchanged when the server already had it.
+// sent, Unchanged when the server already had it. A session is Deleted when
+// its owner deleted it on the server, which keeps a tombstone of it and drops
+// its syncs until sync is allowed again there: it is skipped, not sent.
 type Counts struct {
 	Imported, Updated, Unchanged, Skipped, Failed int
+	Deleted                                       int
 }
 
 // Summary is what an import did.
@@ -80,7 +83,11 @@ func Upload(ctx context.Context, c *Client, items []Item, opts Options) (*Summar
 	if err != nil {
 		return nil, fmt.Errorf("list the sessions already on the server: %w", err)
 	}
-	u := &uploader{c: c, o: o, existing: existing, sum: &Summary{}}
+	deleted, err := c.deletedIDs(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list the sessions deleted on the server: %w", err)
+	}
+	u := &uploader{c: c, o: o, existing: existing, deleted: deleted, sum: &Summary{}}
 	if !o.Singles {
 		if ok, err := c.keepsDatesInBatches(ctx); err == nil {
 			u.sum.Batched = ok
@@ -127,6 +134,7 @@ type uploader struct {
 	c        *Client
 	o        Options
 	existing map[string]api.Session // read-only after Upload starts the workers
+	deleted  map[string]bool        // external ids deleted on the server; read-only too
 	mu       sync.Mutex
 	sum      *Summary
 }
@@ -158,6 +166,10 @@ func (u *uploader) session(ctx context.Context, it Item) error {
 			sum.Problems = append(sum.Problems, Problem{Path: it.Path, Err: "skipped session: " + err.Error()})
 			sum.Sessions.Skipped++
 		})
+		return nil
+	}
+	if u.deleted[s.ExternalID] {
+		u.record(func(sum *Summary) { sum.Sessions.Deleted++ })
 		return nil
 	}
 	if len(s.Messages) == 0 {

@@ -2,10 +2,12 @@ package ingest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
 
+	"github.com/hindsight-dev/hindsight/api"
 	"github.com/hindsight-dev/hindsight/kv"
 )
 
@@ -15,7 +17,12 @@ type Service struct {
 	store   *kv.Store
 	now     func() time.Time
 	onWrite func()
+	exclude ProjectGlobs
 }
+
+// ExcludeProjects sets the projects whose sessions are dropped (see
+// ProjectGlobs). Call it before serving.
+func (s *Service) ExcludeProjects(g ProjectGlobs) { s.exclude = g }
 
 // OnWrite registers f to be called after every committed write that put work
 // on the outbox (the indexing pipeline's Notify). Call it before serving.
@@ -42,10 +49,22 @@ type Counts struct {
 	Updated  int `json:"updated"`
 }
 
-// BatchResult is the outcome of a /sync/batch.
+// Result is the outcome of a single-entry sync: the stored session's or
+// message's id or, when the entry was dropped, why (Ignored).
+type Result struct {
+	ID string
+	// Ignored is why the entry was acknowledged and dropped:
+	// kv.ReasonDeleted (its session was deleted) or kv.ReasonExcluded (its
+	// session's project is excluded). "" when it was stored.
+	Ignored string
+}
+
+// BatchResult is the outcome of a /sync/batch. Ignored entries count as
+// neither inserted nor updated.
 type BatchResult struct {
 	Sessions Counts
 	Messages Counts
+	Ignored  []api.SyncIgnored
 }
 
 type outcome int
@@ -54,6 +73,7 @@ const (
 	unchanged outcome = iota
 	inserted
 	updated
+	ignored // dropped: the session has a tombstone (see applier.gone)
 )
 
 func (c *Counts) add(o outcome) {
@@ -65,45 +85,54 @@ func (c *Counts) add(o outcome) {
 	}
 }
 
-// Session upserts one session and returns its service id.
-func (s *Service) Session(ctx context.Context, userID string, in SessionIn) (string, error) {
-	var id string
+// Session upserts one session and returns its service id, or why it was
+// dropped (Result.Ignored).
+func (s *Service) Session(ctx context.Context, userID string, in SessionIn) (Result, error) {
+	var res Result
 	err := s.store.CommitFirst(ctx, func(tx *kv.Tx) error {
 		a := s.applier(tx, userID, true)
 		a.live = true
-		st, _, err := a.session(in)
+		st, o, err := a.session(in)
 		if err != nil {
 			return err
 		}
-		id = st.s.ID
+		if o == ignored {
+			res = Result{Ignored: a.gone[in.ExternalID]}
+		} else {
+			res = Result{ID: st.s.ID}
+		}
 		return a.flush()
 	})
 	if err != nil {
-		return "", fmt.Errorf("sync session %s: %w", in.ExternalID, err)
+		return Result{}, fmt.Errorf("sync session %s: %w", in.ExternalID, err)
 	}
 	s.notify()
-	return id, nil
+	return res, nil
 }
 
 // Message upserts one message (creating its session if needed) and returns
-// the message's service id.
-func (s *Service) Message(ctx context.Context, userID string, in MessageIn) (string, error) {
-	var id string
+// the message's service id, or why it was dropped (Result.Ignored).
+func (s *Service) Message(ctx context.Context, userID string, in MessageIn) (Result, error) {
+	var res Result
 	err := s.store.CommitFirst(ctx, func(tx *kv.Tx) error {
 		a := s.applier(tx, userID, true)
 		a.live = true
-		m, _, err := a.message(in)
+		m, o, err := a.message(in)
 		if err != nil {
 			return err
 		}
-		id = m.ID
+		if o == ignored {
+			res = Result{Ignored: a.gone[in.SessionExternalID]}
+		} else {
+			res = Result{ID: m.ID}
+		}
 		return a.flush()
 	})
 	if err != nil {
-		return "", fmt.Errorf("sync message %s: %w", in.ExternalID, err)
+		return Result{}, fmt.Errorf("sync message %s: %w", in.ExternalID, err)
 	}
 	s.notify()
-	return id, nil
+	return res, nil
 }
 
 // LiveBatch is the most entries (sessions plus messages) a batch without
@@ -130,20 +159,26 @@ func (s *Service) Batch(ctx context.Context, userID string, b Batch) (BatchResul
 		commit = s.store.CommitFirst // ahead of bulk writes, as in the indexer
 	}
 	err := commit(ctx, func(tx *kv.Tx) error {
-		res = BatchResult{} // Commit may run this function more than once
+		res = BatchResult{Ignored: []api.SyncIgnored{}} // Commit may run this function more than once
 		a := s.applier(tx, userID, b.KeepDates)
 		a.live = b.Live()
-		for _, in := range b.Sessions {
+		for i, in := range b.Sessions {
 			_, o, err := a.session(in)
 			if err != nil {
 				return err
 			}
+			if o == ignored {
+				res.Ignored = append(res.Ignored, api.SyncIgnored{Entry: b.entry("sessions", i), ExternalID: in.ExternalID, Reason: a.gone[in.ExternalID]})
+			}
 			res.Sessions.add(o)
 		}
-		for _, in := range b.Messages {
+		for i, in := range b.Messages {
 			_, o, err := a.message(in)
 			if err != nil {
 				return err
+			}
+			if o == ignored {
+				res.Ignored = append(res.Ignored, api.SyncIgnored{Entry: b.entry("messages", i), ExternalID: in.ExternalID, Reason: a.gone[in.SessionExternalID]})
 			}
 			res.Messages.add(o)
 		}
@@ -159,26 +194,91 @@ func (s *Service) Batch(ctx context.Context, userID string, b Batch) (BatchResul
 // applier carries one transaction's work. Sessions touched by several entries
 // are loaded and written once (a batch of 500 messages of one session costs one
 // session write, not 500).
+//
+// A session with a tombstone (kv/tombstone.go: deleted by its owner, or of
+// an excluded project) is gone for good: its entries are dropped, nothing
+// is stored and nothing goes on the outbox, until its owner allows it to
+// sync again.
 type applier struct {
 	tx          *kv.Tx
 	userID      string
 	now         int64
 	honourDates bool
 	live        bool                     // a live sync: sessions go on the indexer's live lane
+	exclude     ProjectGlobs             // projects whose sessions are dropped
 	sessions    map[string]*sessionState // by external id
 	order       []*sessionState
+	// gone caches, by session external id, the reason of its tombstone
+	// ("" when it has none).
+	gone map[string]string
 }
 
 type sessionState struct {
-	s       kv.Session
-	prev    int64 // UpdatedAt as stored; 0 = new
-	changed bool
-	reindex bool // searchable text may have changed: put on the outbox
+	s        kv.Session
+	prev     int64 // UpdatedAt as stored; 0 = new
+	changed  bool
+	reindex  bool // searchable text may have changed: put on the outbox
+	screened bool // its project was checked against the exclusions
+	dropped  bool // excluded in this transaction: never written
 }
 
 func (s *Service) applier(tx *kv.Tx, userID string, honourDates bool) *applier {
 	return &applier{tx: tx, userID: userID, now: s.now().UnixMilli(), honourDates: honourDates,
-		sessions: map[string]*sessionState{}}
+		exclude: s.exclude, sessions: map[string]*sessionState{}, gone: map[string]string{}}
+}
+
+// tombstoned returns the reason of the tombstone of the user's session
+// externalID, "" when it has none.
+func (a *applier) tombstoned(externalID string) (string, error) {
+	if why, ok := a.gone[externalID]; ok {
+		return why, nil
+	}
+	t, err := a.tx.Tombstone(a.userID, externalID)
+	switch {
+	case errors.Is(err, kv.ErrNotFound):
+	case err != nil:
+		return "", fmt.Errorf("read tombstone of %s: %w", externalID, err)
+	}
+	a.gone[externalID] = t.Reason
+	return t.Reason, nil
+}
+
+// screen drops st when its project is excluded, and reports whether it did.
+func (a *applier) screen(st *sessionState) (bool, error) {
+	if st.screened {
+		return false, nil
+	}
+	st.screened = true
+	pattern, ok := a.exclude.Match(st.s.ProjectPath, st.s.ProjectName)
+	if !ok {
+		return false, nil
+	}
+	return true, a.drop(st, kv.Tombstone{Reason: kv.ReasonExcluded, Pattern: pattern})
+}
+
+// drop deletes st's session (when anything of it is stored) and leaves
+// its tombstone, so the rest of this transaction's entries and every
+// later write of the session are dropped.
+func (a *applier) drop(st *sessionState, t kv.Tombstone) error {
+	if st.prev == 0 && st.s.NextSeq > 0 {
+		// Created in this transaction and given messages already: write
+		// the record, so it is deleted like any stored session.
+		if err := a.tx.PutSession(&st.s, 0); err != nil {
+			return fmt.Errorf("write session %s: %w", st.s.ID, err)
+		}
+		st.prev = st.s.UpdatedAt
+	}
+	t.ExternalID, t.Source, t.DeletedAt = st.s.ExternalID, st.s.Source, a.now
+	if st.prev != 0 {
+		if err := forget(a.tx, a.userID, st.s.ID, t); err != nil {
+			return err
+		}
+	} else if err := a.tx.PutTombstone(a.userID, t); err != nil {
+		return err
+	}
+	st.dropped = true
+	a.gone[st.s.ExternalID] = t.Reason
+	return nil
 }
 
 // NormaliseSource applies the defaults decisions.md names: no source means
@@ -234,6 +334,9 @@ func (st *sessionState) touch(ts int64) {
 }
 
 func (a *applier) session(in SessionIn) (*sessionState, outcome, error) {
+	if why, err := a.tombstoned(in.ExternalID); err != nil || why != "" {
+		return nil, ignored, err
+	}
 	st, err := a.load(in.ExternalID)
 	if err != nil {
 		return nil, unchanged, err
@@ -273,6 +376,12 @@ func (a *applier) session(in SessionIn) (*sessionState, outcome, error) {
 	} else if in.PromptTokens != nil || in.CompletionTokens != nil || o == inserted {
 		s.TotalTokens = s.PromptTokens + s.CompletionTokens
 	}
+	if before.ProjectPath != s.ProjectPath || before.ProjectName != s.ProjectName {
+		st.screened = false
+	}
+	if dropped, err := a.screen(st); dropped || err != nil {
+		return nil, ignored, err
+	}
 	if o == inserted {
 		return st, o, nil
 	}
@@ -294,9 +403,18 @@ func sameSession(a, b kv.Session) bool {
 }
 
 func (a *applier) message(in MessageIn) (kv.Message, outcome, error) {
+	if why, err := a.tombstoned(in.SessionExternalID); err != nil || why != "" {
+		return kv.Message{}, ignored, err
+	}
 	st, err := a.load(in.SessionExternalID)
 	if err != nil {
 		return kv.Message{}, unchanged, err
+	}
+	if st != nil {
+		// A stored session of a project excluded since it was written.
+		if dropped, err := a.screen(st); dropped || err != nil {
+			return kv.Message{}, ignored, err
+		}
 	}
 	if st == nil {
 		st = a.create(in.SessionExternalID, in.Source, nil)
@@ -394,7 +512,7 @@ func sameMessage(a, b kv.Message) bool {
 // text may have changed on the outbox.
 func (a *applier) flush() error {
 	for _, st := range a.order {
-		if !st.changed {
+		if !st.changed || st.dropped {
 			continue
 		}
 		if err := a.tx.PutSession(&st.s, st.prev); err != nil {

@@ -59,14 +59,14 @@ func (f *fixture) session(body string) string {
 	if err != nil {
 		f.t.Fatalf("DecodeSession(%s): %v", body, err)
 	}
-	id, err := f.svc.Session(ctx, f.user, in)
+	res, err := f.svc.Session(ctx, f.user, in)
 	if err != nil {
 		f.t.Fatalf("Session: %v", err)
 	}
-	if len(id) != kv.IDLen {
-		f.t.Fatalf("Session returned id %q", id)
+	if len(res.ID) != kv.IDLen || res.Ignored != "" {
+		f.t.Fatalf("Session returned %+v", res)
 	}
-	return id
+	return res.ID
 }
 
 func (f *fixture) message(body string) string {
@@ -75,14 +75,14 @@ func (f *fixture) message(body string) string {
 	if err != nil {
 		f.t.Fatalf("DecodeMessage(%s): %v", body, err)
 	}
-	id, err := f.svc.Message(ctx, f.user, in)
+	res, err := f.svc.Message(ctx, f.user, in)
 	if err != nil {
 		f.t.Fatalf("Message: %v", err)
 	}
-	if len(id) != kv.IDLen {
-		f.t.Fatalf("Message returned id %q", id)
+	if len(res.ID) != kv.IDLen || res.Ignored != "" {
+		f.t.Fatalf("Message returned %+v", res)
 	}
-	return id
+	return res.ID
 }
 
 func (f *fixture) batch(body string) ingest.BatchResult {

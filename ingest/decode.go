@@ -490,6 +490,10 @@ type Batch struct {
 	Sessions []SessionIn
 	Messages []MessageIn
 	Errors   []string
+	// SessionAt and MessageAt are the places in the request of the entries
+	// of Sessions and Messages (invalid entries are left out of those, so
+	// the two differ). Nil means the places are the indexes.
+	SessionAt, MessageAt []int
 	// KeepDates: createdAt on the entries is honoured on first insert, as on
 	// the single endpoints (/sync/batch?keepDates=1, for imports of past
 	// sessions). Plain batches use server time, as the spec says.
@@ -523,19 +527,20 @@ func decodeBatch(body []byte, limits Limits, keepDates bool) (Batch, error) {
 		return Batch{}, invalid("batch has %d entries; the limit is %d per request: split it", n, limits.MaxBatchEntries)
 	}
 	b := Batch{KeepDates: keepDates}
-	b.Sessions = entries(&b, "sessions", lists.Sessions, func(raw []byte) (SessionIn, error) {
+	b.Sessions, b.SessionAt = entries(&b, "sessions", lists.Sessions, func(raw []byte) (SessionIn, error) {
 		return decodeSession(raw, "entry", limits, keepDates)
 	})
-	b.Messages = entries(&b, "messages", lists.Messages, func(raw []byte) (MessageIn, error) {
+	b.Messages, b.MessageAt = entries(&b, "messages", lists.Messages, func(raw []byte) (MessageIn, error) {
 		return decodeMessage(raw, "entry", limits, keepDates)
 	})
 	return b, nil
 }
 
 // entries decodes the entries of one batch list, adding an error naming each
-// bad one to b.
-func entries[T any](b *Batch, list string, raws []stdjson.RawMessage, decode func([]byte) (T, error)) []T {
+// bad one to b. It returns the good ones and their places in the list.
+func entries[T any](b *Batch, list string, raws []stdjson.RawMessage, decode func([]byte) (T, error)) ([]T, []int) {
 	var out []T
+	var at []int
 	for i, raw := range raws {
 		v, err := decode(raw)
 		if err != nil {
@@ -543,8 +548,22 @@ func entries[T any](b *Batch, list string, raws []stdjson.RawMessage, decode fun
 			continue
 		}
 		out = append(out, v)
+		at = append(at, i)
 	}
-	return out
+	return out, at
+}
+
+// entry names entry i of Sessions (list "sessions") or Messages by its
+// place in the request: "messages[3]".
+func (b Batch) entry(list string, i int) string {
+	at := b.MessageAt
+	if list == "sessions" {
+		at = b.SessionAt
+	}
+	if i < len(at) {
+		i = at[i]
+	}
+	return fmt.Sprintf("%s[%d]", list, i)
 }
 
 // entryError names a bad entry by its position and, when it has a usable

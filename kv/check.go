@@ -11,8 +11,9 @@ import (
 
 // Check verifies the store's invariants: every user-data key starts with an
 // existing user's id, the external-id and ordering indexes match the sessions,
-// message indexes match messages, every outbox entry names a live session, and
-// each session's MessageCount equals its stored messages. Tests run it at
+// message indexes match messages, every outbox entry names a live session,
+// each session's MessageCount equals its stored messages, and no tombstone
+// names a live session. Tests run it at
 // cleanup; operators can run it after a restore.
 func (s *Store) Check() error {
 	return s.db.View(func(btx *bolt.Tx) error {
@@ -32,7 +33,7 @@ func (s *Store) Check() error {
 				return nil
 			})
 		}
-		for _, b := range [][]byte{bucketSessions, bucketExternal, bucketOrder, bucketSessionNum, bucketMessages, bucketMsgExt, bucketOutbox, bucketOutboxChunks} {
+		for _, b := range [][]byte{bucketSessions, bucketExternal, bucketOrder, bucketSessionNum, bucketMessages, bucketMsgExt, bucketOutbox, bucketOutboxChunks, bucketTombstones, bucketTombstoneOrder} {
 			owned(b, IDLen)
 		}
 		counts := map[string]int64{}
@@ -122,6 +123,9 @@ func (s *Store) Check() error {
 					return nil
 				})
 			}
+		}
+		if err := tx.checkTombstones(); err != nil {
+			errs = append(errs, err)
 		}
 		return errors.Join(errs...)
 	})

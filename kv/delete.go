@@ -9,10 +9,13 @@ import (
 )
 
 // DeleteSession makes a session disappear for every reader at once: the
-// record becomes a tombstone, its external-id and ordering entries go, and it
-// is put on the outbox (so the index and vector store drop it) and on the
-// purge list (so PurgeStep removes its messages in bounded transactions).
-// ErrNotFound when the user has no such session.
+// record is marked deleted (keeping only what purging needs), its
+// external-id and ordering entries go, and it is put on the outbox (so the
+// index and vector store drop it) and on the purge list (so PurgeStep
+// removes its messages, then the record, in bounded transactions).
+// ErrNotFound when the user has no such session. What keeps the session
+// deleted afterwards is its Tombstone (tombstone.go), which the caller
+// writes in the same transaction.
 func (tx *Tx) DeleteSession(userID, sessionID string) error {
 	s, err := tx.Session(userID, sessionID)
 	if err != nil {

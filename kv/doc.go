@@ -29,4 +29,13 @@
 // ([Tx.DirtySessions]) and clears each one only after the index accepted it
 // ([Tx.ClearDirty]), and only if no newer write marked it again meanwhile. A
 // crash therefore loses nothing; at worst a session is indexed twice.
+//
+// # Tombstones
+//
+// A deleted session leaves a [Tombstone] under its owner and external id
+// ([Tx.PutTombstone], in the transaction that deletes it): when, why and
+// its source, never its content. Ingest drops the later writes of a
+// tombstoned session, so a deletion sticks until the owner removes the
+// tombstone ([Tx.RemoveTombstone]). [Tx.RecentTombstones] lists a user's
+// newest first.
 package kv

@@ -735,6 +735,16 @@ func TestCheckDetectsViolations(t *testing.T) {
 			s := kv.Session{ID: kv.NewID(), UserID: u.ID, ExternalID: "x", CreatedAt: 1, UpdatedAt: 1, Deleted: true}
 			return tx.PutSession(&s, 0)
 		}, "tombstone not on the purge list"},
+		{"deletion tombstone beside a live session", func(tx *kv.Tx, u kv.User) error {
+			s := kv.Session{ID: kv.NewID(), UserID: u.ID, ExternalID: "x", CreatedAt: 1, UpdatedAt: 1}
+			if err := tx.PutSession(&s, 0); err != nil {
+				return err
+			}
+			return tx.PutTombstone(u.ID, kv.Tombstone{ExternalID: "x", Reason: kv.ReasonDeleted, DeletedAt: 2})
+		}, "a live session has its external id"},
+		{"deletion tombstone of a user that does not exist", func(tx *kv.Tx, u kv.User) error {
+			return tx.PutTombstone(kv.NewID(), kv.Tombstone{ExternalID: "x", Reason: kv.ReasonDeleted, DeletedAt: 2})
+		}, "tombstones: key"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

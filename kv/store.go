@@ -44,10 +44,12 @@ var (
 	bucketOutboxChunksLive = []byte("outbox.chunks.live") // same: ChunkQueue's live lane
 	bucketPurge            = []byte("purge")              // uid+sid -> nil: deleted sessions whose messages are still being removed
 	bucketMeta             = []byte("meta")               // schema and component metadata
+	// bucketTombstones and bucketTombstoneOrder (tombstone.go) and
+	// bucketWebSessions (web.go) are declared beside their code.
 )
 
 var allBuckets = [][]byte{bucketUsers, bucketUserNames, bucketKeys, bucketSessions, bucketExternal,
-	bucketOrder, bucketSessionNum, bucketMessages, bucketMsgExt, bucketOutbox, bucketOutboxChunks, bucketOutboxLive, bucketOutboxChunksLive, bucketPurge, bucketMeta, bucketWebSessions}
+	bucketOrder, bucketSessionNum, bucketMessages, bucketMsgExt, bucketOutbox, bucketOutboxChunks, bucketOutboxLive, bucketOutboxChunksLive, bucketPurge, bucketTombstones, bucketTombstoneOrder, bucketMeta, bucketWebSessions}
 
 // Options configures Open.
 type Options struct {

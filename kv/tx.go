@@ -260,9 +260,20 @@ func (tx *Tx) RecentSessions(userID string, from Position, fn func(Session) bool
 // Sessions calls fn for every session of the user in id order (cheaper than
 // RecentSessions when order does not matter).
 func (tx *Tx) Sessions(userID string, fn func(Session) error) error {
+	return tx.SessionsAfter(userID, "", fn)
+}
+
+// SessionsAfter is Sessions from the first session whose id sorts after
+// afterID ("" from the first), so work done in steps resumes where the
+// last step ended without reading the sessions before it again.
+func (tx *Tx) SessionsAfter(userID, afterID string, fn func(Session) error) error {
 	uid := []byte(userID)
 	c := tx.bucket(bucketSessions).Cursor()
-	for k, v := c.Seek(uid); k != nil && bytes.HasPrefix(k, uid); k, v = c.Next() {
+	k, v := c.Seek(cat(uid, []byte(afterID)))
+	if afterID != "" && k != nil && string(k[min(len(k), len(uid)):]) == afterID {
+		k, v = c.Next()
+	}
+	for ; k != nil && bytes.HasPrefix(k, uid); k, v = c.Next() {
 		s, err := tx.decodeSession(k, v)
 		if err != nil {
 			return err

@@ -93,6 +93,7 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger) (*Server, e
 	s.rebuilding.Store(rebuild)
 	s.Accounts = accounts.New(st, nil)
 	s.Ingest = ingest.NewService(st, nil)
+	s.Ingest.ExcludeProjects(cfg.ExcludeProjects)
 	s.Metrics = metrics.New(s.metricSources())
 	var stages []ingest.Stage
 	var vs ranking.VectorSearcher

@@ -566,6 +566,37 @@ func TestDashboardBrowserDelete(t *testing.T) {
 	if got := search("search after all", "login"); len(got) != 0 {
 		t.Errorf("search still finds %q", got)
 	}
+
+	// The deletions stick: the plugin's next sync stores nothing, and the
+	// Deleted sessions page lists both, each with Allow sync again.
+	ta.batch(key, map[string]any{"sessions": []any{map[string]any{"externalId": "s1", "title": "Fix login redirect loop"}}})
+	u.load("sessions after resync", chromedp.Click(css(`header nav a[href="/sessions"]`)))
+	if got := titles(); len(got) != 0 {
+		t.Errorf("a deleted session came back with the next sync: %q", got)
+	}
+	u.load("deleted sessions", chromedp.Click(css(`a[href="/sessions/deleted"]`)))
+	rows := func() []string {
+		got, err := chromedp.Run(u.ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('table.deleted td.mono')].map(td => td.textContent.trim())`))
+		if err != nil {
+			t.Fatalf("deleted rows: %v", err)
+		}
+		return got
+	}
+	if got := rows(); len(got) != 2 || got[0] != "s1" || got[1] != "s2" {
+		t.Fatalf("deleted sessions listed: %q", got)
+	}
+	u.load("allow sync again", chromedp.Click(css(`table.deleted tbody tr:first-child form button`)))
+	if flash := u.text("p.flash"); !strings.Contains(flash, "Sync allowed again for 1 session") {
+		t.Errorf("notice after allowing: %q", flash)
+	}
+	if got := rows(); len(got) != 1 || got[0] != "s2" {
+		t.Errorf("deleted sessions after allowing s1: %q", got)
+	}
+	ta.batch(key, map[string]any{"sessions": []any{map[string]any{"externalId": "s1", "title": "Fix login redirect loop"}}})
+	u.load("sessions after allowing", chromedp.Click(css(`header nav a[href="/sessions"]`)))
+	if got := titles(); len(got) != 1 || got[0] != "Fix login redirect loop" {
+		t.Errorf("after allowing, the next sync stored %q", got)
+	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if len(u.foreign) > 0 {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -62,7 +63,12 @@ func TestDeleteRemovesEveryTrace(t *testing.T) {
 		if code, _ := ta.do(http.MethodGet, key, "/api/sessions/get?id="+id, nil); code != http.StatusNotFound {
 			t.Errorf("%s: get is %d", what, code)
 		}
-		for _, p := range []string{"/api/sessions?limit=500", "/sync/sessions/list", "/api/search?q=zebracorn&limit=100&explain=true",
+		var list struct{ SessionIDs, DeletedIDs []string }
+		_, b := ta.do(http.MethodGet, key, "/sync/sessions/list", nil)
+		if json.Unmarshal(b, &list); slices.Contains(list.SessionIDs, ext) || !slices.Contains(list.DeletedIDs, ext) {
+			t.Errorf("%s: /sync/sessions/list = %s, want %s among deletedIds only", what, b, ext)
+		}
+		for _, p := range []string{"/api/sessions?limit=500", "/api/search?q=zebracorn&limit=100&explain=true",
 			"/api/context?q=zebracorn&limit=50", "/api/context?q=zebracorn&format=messages&limit=50"} {
 			code, b := ta.do(http.MethodGet, key, p, nil)
 			if code != http.StatusOK {
@@ -102,11 +108,19 @@ func TestDeleteRemovesEveryTrace(t *testing.T) {
 	if s, c, _ := ta.app.Index.Count(context.Background()); s != 2 || c != 2*30 {
 		t.Errorf("index holds %d sessions, %d chunks after deleting 1 of 3", s, c)
 	}
-	// Re-syncing the same externalId makes a new session, not a resurrection.
+	// Re-syncing the same externalId is dropped (the deletion sticks); once
+	// sync is allowed again it makes a new session, not a resurrection.
+	ta.batch(key, map[string]any{"sessions": []any{map[string]any{"externalId": victim.ExternalID, "title": "reborn"}}})
+	if _, b = ta.do(http.MethodGet, key, "/api/sessions", nil); strings.Contains(string(b), "reborn") {
+		t.Errorf("re-sync after delete stored the session: %s", b)
+	}
+	if code, b := ta.do(http.MethodPost, key, "/api/sessions/deleted/allow", map[string]any{"externalIds": []string{victim.ExternalID}}); code != http.StatusOK {
+		t.Fatalf("allow sync again: %d %s", code, b)
+	}
 	ta.batch(key, map[string]any{"sessions": []any{map[string]any{"externalId": victim.ExternalID, "title": "reborn"}}})
 	_, b = ta.do(http.MethodGet, key, "/api/sessions", nil)
 	if strings.Contains(string(b), victim.ID) || !strings.Contains(string(b), "reborn") {
-		t.Errorf("re-sync after delete: %s", b)
+		t.Errorf("re-sync after allowing: %s", b)
 	}
 
 	// Account data: every session goes, the key keeps working.
@@ -115,12 +129,17 @@ func TestDeleteRemovesEveryTrace(t *testing.T) {
 		t.Fatalf("delete account data: %d %s", code, b)
 	}
 	ta.idle()
-	for _, p := range []string{"/api/sessions", "/sync/sessions/list", "/api/search?q=zebracorn", "/api/stats"} {
+	for _, p := range []string{"/api/sessions", "/api/search?q=zebracorn", "/api/stats"} {
 		code, b := ta.do(http.MethodGet, key, p, nil)
 		if code != http.StatusOK || strings.Contains(string(b), "zebracorn") || strings.Contains(string(b), `"s1"`) ||
 			strings.Contains(string(b), `"sessionCount":2`) {
 			t.Errorf("after account deletion %s: %d %.200s", p, code, b)
 		}
+	}
+	var ids struct{ SessionIDs, DeletedIDs []string }
+	_, b = ta.do(http.MethodGet, key, "/sync/sessions/list", nil)
+	if json.Unmarshal(b, &ids); len(ids.SessionIDs) != 0 || !slices.Equal(ids.DeletedIDs, []string{"s0", "s1", "s2"}) {
+		t.Errorf("after account deletion /sync/sessions/list: %s", b)
 	}
 	waitFor(t, func() bool {
 		s, _, _ := ta.app.Index.Count(context.Background())

@@ -150,6 +150,9 @@ func printImportSummary(w io.Writer, s *importer.Summary) {
 	fmt.Fprintf(w, "sessions: %d imported, %d updated, %d unchanged, %d skipped (nothing to import), %d failed\n",
 		s.Sessions.Imported, s.Sessions.Updated, s.Sessions.Unchanged, s.Sessions.Skipped, s.Sessions.Failed)
 	fmt.Fprintf(w, "messages: %d imported, %d unchanged, %d failed\n", s.Messages.Imported, s.Messages.Unchanged, s.Messages.Failed)
+	if s.Sessions.Deleted > 0 {
+		fmt.Fprintf(w, "skipped %d sessions deleted on the server (its Deleted sessions page can allow them to sync again)\n", s.Sessions.Deleted)
+	}
 	list := func(title string, lines []string) {
 		if len(lines) == 0 {
 			return
