@@ -35,6 +35,7 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"path"
 	"strings"
 	"time"
@@ -381,14 +382,51 @@ func redirect(w http.ResponseWriter, r *http.Request, to string) error {
 	return nil
 }
 
-// localPath returns p if it is a path on this site ("/x", not "//host" or
-// "/\host"), else def: redirects after sign-in never leave the site.
+// localPath returns p as a path on this site, or def when a browser could
+// read it as anything else: redirects after sign-in never leave the site.
+//
+// p is first read as a browser reads a Location: tabs and newlines are
+// removed wherever they are, and a backslash is a slash. What is left must
+// be printable ASCII, begin with exactly one slash, parse as a bare path
+// (no scheme, host or user), have no dot segments, and decode (once, as a
+// proxy or a later hop might) to a path that still begins with exactly one
+// slash. The sign-in pages themselves are refused too. Anything in doubt
+// takes def; what is returned is the normalised, re-encoded path.
 func localPath(p, def string) string {
-	if p == "" || p[0] != '/' || len(p) > 1 && (p[1] == '/' || p[1] == '\\') || strings.ContainsAny(p, "\r\n") {
+	p = strings.NewReplacer("\t", "", "\n", "", "\r", "", `\`, "/").Replace(p)
+	for i := 0; i < len(p); i++ {
+		if p[i] <= ' ' || p[i] >= 0x7f {
+			return def
+		}
+	}
+	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") {
 		return def
 	}
-	if clean := path.Clean(p); clean == "/login" || clean == "/logout" || clean == "/setup" {
+	u, err := url.Parse(p)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" {
 		return def
 	}
-	return p
+	decoded := strings.ReplaceAll(u.Path, `\`, "/")
+	if !strings.HasPrefix(decoded, "/") || strings.HasPrefix(decoded, "//") {
+		return def
+	}
+	for _, seg := range strings.Split(decoded, "/") {
+		if seg == "." || seg == ".." {
+			return def
+		}
+		for i := 0; i < len(seg); i++ {
+			if seg[i] < ' ' || seg[i] == 0x7f {
+				return def
+			}
+		}
+	}
+	switch strings.ToLower(path.Clean(decoded)) {
+	case "/login", "/logout", "/setup":
+		return def
+	}
+	out := (&url.URL{Path: u.Path, RawPath: u.RawPath, RawQuery: u.RawQuery, Fragment: u.Fragment, RawFragment: u.RawFragment}).String()
+	if !strings.HasPrefix(out, "/") || strings.HasPrefix(out, "//") {
+		return def
+	}
+	return out
 }
