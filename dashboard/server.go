@@ -75,8 +75,11 @@ type Config struct {
 	// proxy in front that does not send X-Forwarded-Proto). Requests over
 	// TLS, or with X-Forwarded-Proto: https, always get Secure cookies.
 	SecureCookies bool
-	// LoginFailures is how many failed sign-ins a user name may have per
-	// minute (0 means 5); a client address may have four times as many.
+	// LoginFailures is how many failed sign-ins one client may make on one
+	// user name per minute (0 means 5); a client may make four times as
+	// many over all names. A name failed ten times as often, from all
+	// clients together, is under attack: clients that failed on it wait out
+	// the minute, others may still sign in (see loginLimiter).
 	LoginFailures int
 	// PageSize is the number of sessions per page; 0 means 25.
 	PageSize int
@@ -127,7 +130,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, static: static, assets: map[string]string{},
-		limiter: newLoginLimiter(cfg.LoginFailures, 4*cfg.LoginFailures, time.Minute, cfg.Now),
+		limiter: newLoginLimiter(cfg.LoginFailures, 4*cfg.LoginFailures, 10*cfg.LoginFailures, time.Minute, cfg.Now),
 		cross:   http.NewCrossOriginProtection()}
 	// Versioned asset URLs: a changed file gets a new URL, so assets can be
 	// cached for long.
