@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"runtime/debug"
@@ -127,10 +128,15 @@ func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 // accessLog logs one line per request: method, path (never the query string,
 // which can hold search text), status, size, duration, user. Server errors log
-// at error level (503 aside), the rest at info.
+// at error level (503 aside), the rest at info. It also marks failures to
+// read the request body as the client's (bodyReader), so an upload the
+// client abandons is a 499, not a 500.
 func (s *Server) accessLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		if r.Body != nil && r.Body != http.NoBody {
+			r.Body = &bodyReader{r.Body}
+		}
 		rec := &recorder{ResponseWriter: w}
 		next.ServeHTTP(rec, r)
 		if rec.status == 0 {
@@ -151,6 +157,26 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 			Str("user", info(r.Context()).user).Msg("request")
 	})
 }
+
+// bodyReader is a request body whose read errors are *bodyError: whatever
+// goes wrong while the body arrives (the client hangs up, stalls past the
+// server's read deadline, or garbles the chunked framing) is the client's
+// doing, whichever handler was reading.
+type bodyReader struct{ io.ReadCloser }
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF {
+		err = &bodyError{err}
+	}
+	return n, err
+}
+
+// bodyError is a failure to read the request body from the client.
+type bodyError struct{ err error }
+
+func (e *bodyError) Error() string { return "read request body: " + e.err.Error() }
+func (e *bodyError) Unwrap() error { return e.err }
 
 // routeName records the matched route's template for metrics (ids in paths
 // must never become label values).
