@@ -111,9 +111,16 @@ func With(ctx context.Context, dir string, cost int, fn func(Ops) error) error {
 // (passwords hashed at bcrypt cost cost). stop shuts it down and removes the
 // socket.
 func Serve(dir string, st *kv.Store, a *accounts.Accounts, cost int, log zerolog.Logger) (stop func(context.Context), err error) {
+	return serve(dir, st, a, cost, log, net.Listen)
+}
+
+// serve is Serve with the listen call as a parameter, so a test can look at
+// the socket the moment it is bound.
+func serve(dir string, st *kv.Store, a *accounts.Accounts, cost int, log zerolog.Logger,
+	listen func(network, address string) (net.Listener, error)) (stop func(context.Context), err error) {
 	path := filepath.Join(dir, Socket)
 	_ = os.Remove(path) // a stale socket from a crashed server
-	ln, err := net.Listen("unix", path)
+	ln, err := listen("unix", path)
 	if err != nil {
 		return nil, err
 	}
