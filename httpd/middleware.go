@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"path"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -217,10 +218,17 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 	})
 }
 
-// cors adds the CORS headers decisions.md fixes to every response and answers
-// OPTIONS on any path with 204.
+// cors adds the CORS headers decisions.md fixes to every response of the
+// API that plugins and browser pages call from other origins (corsPath),
+// errors and downloads included, and answers OPTIONS there with 204. Other
+// paths (/metrics, /ready, the dashboard's pages and files) get no CORS
+// headers, and an OPTIONS there is routed like any other method.
 func cors(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !corsPath(r.URL.Path) {
+			next.ServeHTTP(w, r)
+			return
+		}
 		h := w.Header()
 		h.Set("Access-Control-Allow-Origin", "*")
 		h.Set("Access-Control-Allow-Methods", "GET, POST, PATCH, DELETE, OPTIONS")
@@ -232,6 +240,13 @@ func cors(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// corsPath reports whether p is on the cross-origin API: /health, the sync
+// and read API (/sync/..., /api/...) and /mcp.
+func corsPath(p string) bool {
+	p = path.Clean(p)
+	return p == "/health" || p == "/mcp" || strings.HasPrefix(p, "/sync/") || strings.HasPrefix(p, "/api/")
 }
 
 // Authenticated wraps h in the API's key check, per-key rate limit and body
