@@ -96,16 +96,41 @@ func saneID(id string) bool {
 	return true
 }
 
+// recorder notes a response's status and size for the access log, and
+// gives each write its own deadline (see progress).
 type recorder struct {
 	http.ResponseWriter
+	rc     *http.ResponseController
+	stall  time.Duration // the server's WriteTimeout; 0: no deadlines
 	status int
 	bytes  int64
+}
+
+func newRecorder(w http.ResponseWriter, r *http.Request) *recorder {
+	rec := &recorder{ResponseWriter: w, rc: http.NewResponseController(w)}
+	if srv, ok := r.Context().Value(http.ServerContextKey).(*http.Server); ok {
+		rec.stall = srv.WriteTimeout
+	}
+	return rec
+}
+
+// progress moves the connection's write deadline to the server's
+// WriteTimeout from now, before each write: the timeout then bounds how long
+// one write may stall on a client that stopped reading, not how long a
+// response may take, so long exports and streams go on as long as the
+// client keeps reading (http.Server's own WriteTimeout counts from the
+// request's headers).
+func (r *recorder) progress() {
+	if r.stall > 0 {
+		_ = r.rc.SetWriteDeadline(time.Now().Add(r.stall))
+	}
 }
 
 func (r *recorder) WriteHeader(code int) {
 	if r.status == 0 {
 		r.status = code
 	}
+	r.progress()
 	r.ResponseWriter.WriteHeader(code)
 }
 
@@ -113,6 +138,7 @@ func (r *recorder) Write(b []byte) (int, error) {
 	if r.status == 0 {
 		r.status = http.StatusOK
 	}
+	r.progress()
 	n, err := r.ResponseWriter.Write(b)
 	r.bytes += int64(n)
 	return n, err
@@ -120,9 +146,8 @@ func (r *recorder) Write(b []byte) (int, error) {
 
 // Flush lets streaming exports flush through the recorder.
 func (r *recorder) Flush() {
-	if f, ok := r.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
+	r.progress()
+	_ = r.rc.Flush()
 }
 
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
@@ -138,7 +163,7 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 		if r.Body != nil && r.Body != http.NoBody {
 			r.Body = &bodyReader{r.Body}
 		}
-		rec := &recorder{ResponseWriter: w}
+		rec := newRecorder(w, r)
 		next.ServeHTTP(rec, r)
 		if rec.status == 0 {
 			rec.status = http.StatusOK
