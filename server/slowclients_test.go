@@ -169,7 +169,9 @@ func TestSlowClients(t *testing.T) {
 
 // isClosedByUs reports whether a read failed because the test closed its
 // own end.
-func isClosedByUs(err error) bool { return strings.Contains(err.Error(), "use of closed network connection") }
+func isClosedByUs(err error) bool {
+	return strings.Contains(err.Error(), "use of closed network connection")
+}
 
 func grepLines(s, sub string) string {
 	var out []string
