@@ -26,8 +26,9 @@ import (
 )
 
 // The admin socket lets user and key commands work while `serve` holds the
-// data file's lock. It is a Unix socket inside the data directory, mode 0600:
-// whoever can open it can already read the data file, so it needs no key.
+// data file's lock. It is a Unix socket inside the data directory, mode 0600
+// from the moment it has its name (listenPrivate): whoever can open it can
+// already read the data file, so it needs no key.
 const Socket = "admin.sock"
 
 // Ops are the operations the users and keys commands need, done either
@@ -111,13 +112,18 @@ func With(ctx context.Context, dir string, cost int, fn func(Ops) error) error {
 // (passwords hashed at bcrypt cost cost). stop shuts it down and removes the
 // socket.
 func Serve(dir string, st *kv.Store, a *accounts.Accounts, cost int, log zerolog.Logger) (stop func(context.Context), err error) {
+	return serve(dir, st, a, cost, log, net.Listen)
+}
+
+// serve is Serve with the listen call as a parameter, so a test can look at
+// the socket the moment it is bound.
+func serve(dir string, st *kv.Store, a *accounts.Accounts, cost int, log zerolog.Logger,
+	listen func(network, address string) (net.Listener, error)) (stop func(context.Context), err error) {
 	path := filepath.Join(dir, Socket)
-	_ = os.Remove(path) // a stale socket from a crashed server
-	ln, err := net.Listen("unix", path)
+	ln, err := listenPrivate(path, listen)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("admin socket: %w", err)
 	}
-	_ = os.Chmod(path, 0o600)
 	ops := Local(st, a, cost)
 	mux := http.NewServeMux()
 	reply := func(w http.ResponseWriter, v any, err error) {
@@ -210,11 +216,50 @@ func Serve(dir string, st *kv.Store, a *accounts.Accounts, cost int, log zerolog
 		}
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(ln)
+	go func() {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			log.Error().Err(err).Str("socket", path).
+				Msg("admin socket stopped: users, keys and backup commands need the server stopped until it restarts")
+		}
+	}()
 	return func(ctx context.Context) {
 		srv.Shutdown(ctx)
 		os.Remove(path)
 	}, nil
+}
+
+// listenPrivate listens on the Unix socket path so that only this user can
+// ever connect: the socket is bound inside a new directory only the owner
+// may enter, made 0600 there, and only then renamed to path (a stale socket
+// of a crashed server is replaced). Binding at path and changing the mode
+// afterwards would leave a moment in which, under a permissive umask, anyone
+// could connect.
+func listenPrivate(path string, listen func(network, address string) (net.Listener, error)) (net.Listener, error) {
+	tmp, err := os.MkdirTemp(filepath.Dir(path), ".s") // short: a socket path has ~100 bytes
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	if err := os.Chmod(tmp, 0o700); err != nil {
+		return nil, err
+	}
+	bound := filepath.Join(tmp, filepath.Base(path))
+	ln, err := listen("unix", bound)
+	if err != nil {
+		return nil, err
+	}
+	if ul, ok := ln.(*net.UnixListener); ok {
+		ul.SetUnlinkOnClose(false) // the name it was bound at is gone; stop removes path
+	}
+	if err := os.Chmod(bound, 0o600); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	if err := os.Rename(bound, path); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return ln, nil
 }
 
 // remoteOps talks to a running server's admin socket.

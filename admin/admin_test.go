@@ -5,9 +5,12 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/rs/zerolog"
@@ -87,5 +90,73 @@ func TestAdminSocketPasswordRoutes(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "older hindsight") || strings.Contains(err.Error(), "secret password") ||
 		errors.Is(err, kv.ErrNotFound) {
 		t.Errorf("a route the server lacks: %v", err)
+	}
+}
+
+// TestAdminSocketPrivateFromTheStart: nobody but the owner can reach the
+// admin socket at any moment, even in a data directory others may enter
+// and under a umask of 0: when it is bound it is already 0600, or it lies in
+// a directory only the owner may enter. It ends up 0600 at its usual path,
+// with nothing else left behind.
+func TestAdminSocketPrivateFromTheStart(t *testing.T) {
+	old := syscall.Umask(0)
+	defer syscall.Umask(old)
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	st, err := kv.Open(dir, kv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var bound string
+	listen := func(network, addr string) (net.Listener, error) {
+		ln, err := net.Listen(network, addr)
+		if err != nil {
+			return nil, err
+		}
+		// What another user could reach now: the socket is private, or some
+		// directory between it and the data directory is.
+		private := false
+		for p := addr; !private && strings.HasPrefix(p, dir); p = filepath.Dir(p) {
+			fi, err := os.Stat(p)
+			if err != nil {
+				t.Errorf("stat %s: %v", p, err)
+				break
+			}
+			private = fi.Mode().Perm()&0o077 == 0
+		}
+		if !private {
+			fi, _ := os.Stat(addr)
+			t.Errorf("the admin socket %s is bound with mode %v where other users can reach it", addr, fi.Mode())
+		}
+		bound = addr
+		return ln, nil
+	}
+	stop, err := serve(dir, st, accounts.New(st, nil), bcrypt.MinCost, zerolog.Nop(), listen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bound == "" {
+		t.Fatal("listen was not called")
+	}
+	path := filepath.Join(dir, Socket)
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("admin socket %s: %v %v, want a socket with mode 0600", path, fi.Mode(), err)
+	}
+	if _, err := newRemote(path).Users(context.Background()); err != nil {
+		t.Fatalf("the socket does not answer: %v", err)
+	}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if e.Name() != kv.FileName && e.Name() != Socket {
+			t.Errorf("left in the data directory: %s", e.Name())
+		}
+	}
+	stop(context.Background())
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("socket still there after stop: %v", err)
 	}
 }

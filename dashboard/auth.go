@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -319,43 +320,75 @@ func clientIP(r *http.Request) string {
 	return host
 }
 
-// loginLimiter counts failed sign-ins per user name and per client address
-// in a sliding window. Once either has its limit of failures within the
-// window, sign-in is refused (without checking the password, so a blocked
-// attacker costs no bcrypt time) until the oldest failure leaves the window.
+// clientKey is the client a failure is counted against: the address, or
+// for IPv6 its /64, which one host usually holds whole.
+func clientKey(ip string) string {
+	a, err := netip.ParseAddr(ip)
+	if err != nil {
+		return ip
+	}
+	a = a.Unmap()
+	if a.Is6() {
+		if p, err := a.Prefix(64); err == nil {
+			return p.String()
+		}
+	}
+	return a.String()
+}
+
+// loginLimiter counts failed sign-ins in a sliding window, so that guessing
+// is slow and yet nobody can lock a user out by failing on their name:
+//
+//   - a client may fail perPair times on one name, and perClient times over
+//     all names;
+//   - a name that has failed perName times, from any clients, is under
+//     attack: then a client that has failed on it at all in the window must
+//     wait, while a client that has not (the real user, elsewhere) may still
+//     try.
+//
+// A refused sign-in is refused without checking the password, so a blocked
+// attacker costs no bcrypt time; a client waits until the failures that
+// block it leave the window.
 type loginLimiter struct {
-	perName, perIP int
-	window         time.Duration
-	now            func() time.Time
+	perPair, perClient, perName int
+	window                      time.Duration
+	now                         func() time.Time
 
 	mu       sync.Mutex
-	failures map[string][]time.Time // "n:" + lower-case name or "a:" + address -> recent failures
+	failures map[string][]time.Time // limitKeys -> recent failures
 	swept    time.Time
 }
 
-func newLoginLimiter(perName, perIP int, window time.Duration, now func() time.Time) *loginLimiter {
-	return &loginLimiter{perName: perName, perIP: perIP, window: window, now: now, failures: map[string][]time.Time{}}
+func newLoginLimiter(perPair, perClient, perName int, window time.Duration, now func() time.Time) *loginLimiter {
+	return &loginLimiter{perPair: perPair, perClient: perClient, perName: perName, window: window, now: now,
+		failures: map[string][]time.Time{}}
 }
 
-func (l *loginLimiter) keys(ip, name string) [2]string {
-	return [2]string{"a:" + ip, "n:" + strings.ToLower(name)}
+// limitKeys are the counters a failure of ip on name adds to.
+type limitKeys struct{ pair, client, name string }
+
+func (l *loginLimiter) keys(ip, name string) limitKeys {
+	c, n := clientKey(ip), strings.ToLower(name)
+	return limitKeys{pair: "p:" + c + "\x00" + n, client: "a:" + c, name: "n:" + n}
 }
 
-// wait returns how long until ip and name may try again (0: now).
+// wait returns how long until ip may try name again (0: now).
 func (l *loginLimiter) wait(ip, name string) time.Duration {
 	now := l.now()
+	k := l.keys(ip, name)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var wait time.Duration
-	for i, k := range l.keys(ip, name) {
-		limit := l.perIP
-		if i == 1 {
-			limit = l.perName
+	// until is how long until fewer than limit of fs are in the window.
+	until := func(fs []time.Time, limit int) time.Duration {
+		if len(fs) < limit {
+			return 0
 		}
-		fs := l.recent(k, now)
-		if len(fs) >= limit {
-			wait = max(wait, fs[len(fs)-limit].Add(l.window).Sub(now))
-		}
+		return fs[len(fs)-limit].Add(l.window).Sub(now)
+	}
+	pair := l.recent(k.pair, now)
+	wait := max(until(pair, l.perPair), until(l.recent(k.client, now), l.perClient))
+	if len(pair) > 0 && len(l.recent(k.name, now)) >= l.perName {
+		wait = max(wait, until(pair, 1))
 	}
 	return wait
 }
@@ -363,6 +396,7 @@ func (l *loginLimiter) wait(ip, name string) time.Duration {
 // fail records a failed sign-in.
 func (l *loginLimiter) fail(ip, name string) {
 	now := l.now()
+	k := l.keys(ip, name)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if now.Sub(l.swept) > l.window {
@@ -371,7 +405,7 @@ func (l *loginLimiter) fail(ip, name string) {
 		}
 		l.swept = now
 	}
-	for _, k := range l.keys(ip, name) {
+	for _, k := range []string{k.pair, k.client, k.name} {
 		l.failures[k] = append(l.recent(k, now), now)
 	}
 }

@@ -3,6 +3,7 @@ package dashboard
 import (
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -262,7 +263,8 @@ func TestSignInRateLimit(t *testing.T) {
 	for range 3 {
 		b.post("/login", url.Values{"name": {"alice"}, "password": {"guess guess"}}).want(t, http.StatusUnauthorized)
 	}
-	// Even the right password is refused while limited, with a clear message.
+	// The client that failed is refused even the right password, with a
+	// clear message.
 	p := b.post("/login", url.Values{"name": {"alice"}, "password": {"alice-password"}}).want(t, http.StatusTooManyRequests)
 	if ra := p.header.Get("Retry-After"); ra == "" || ra == "0" {
 		t.Errorf("Retry-After %q", ra)
@@ -273,10 +275,71 @@ func TestSignInRateLimit(t *testing.T) {
 	if b.cookie(sessionCookie) != "" {
 		t.Errorf("signed in while rate limited")
 	}
-	// The name is limited for everyone (another address would be too; the
-	// test server has one), other names are limited by the address.
+	// Other names from the same client are not limited by alice's count.
 	f.user("bob")
 	b.post("/login", url.Values{"name": {"bob"}, "password": {"bob-password"}}).want(t, http.StatusSeeOther)
 	f.clock.Add(time.Minute)
 	b.post("/login", url.Values{"name": {"alice"}, "password": {"alice-password"}}).want(t, http.StatusSeeOther)
+}
+
+// TestSignInLockoutIsPerClient: failures from one client, or from many,
+// do not lock the real user, signing in from elsewhere, out of their
+// account; the clients that fail are throttled.
+func TestSignInLockoutIsPerClient(t *testing.T) {
+	f := newFixture(t, Config{LoginFailures: 5})
+	f.user("alice")
+	// Fresh forms each time: post fills in the browser's CSRF token.
+	wrong := func() url.Values { return url.Values{"name": {"alice"}, "password": {"guess guess"}} }
+	right := func() url.Values { return url.Values{"name": {"alice"}, "password": {"alice-password"}} }
+
+	// Client A guesses many times: after five failures it is refused
+	// without a password check, for alice and (past its own limit) for any name.
+	a := f.browser()
+	a.addr = "203.0.113.7:40000"
+	a.get("/login")
+	failed, limited := 0, 0
+	for range 50 {
+		switch st := a.post("/login", wrong()).status; st {
+		case http.StatusUnauthorized:
+			failed++
+		case http.StatusTooManyRequests:
+			limited++
+		default:
+			t.Fatalf("attacker's guess: status %d", st)
+		}
+	}
+	if failed != 5 || limited != 45 {
+		t.Errorf("client A: %d guesses checked, %d refused; want 5 and 45", failed, limited)
+	}
+	a.post("/login", right()).want(t, http.StatusTooManyRequests)
+
+	// The real user, from client B, signs in at once.
+	b := f.browser()
+	b.addr = "198.51.100.9:51000"
+	b.get("/login")
+	if p := b.post("/login", right()); p.status != http.StatusSeeOther || p.location() != "/sessions" {
+		t.Fatalf("real user from another client: %d %s\n%s", p.status, p.location(), p.body)
+	}
+
+	// Many attacking clients (a botnet): each is throttled on alice once
+	// the name is under attack, and the real user still gets in.
+	for i := range 40 {
+		bot := f.browser()
+		bot.addr = "192.0.2." + strconv.Itoa(i+1) + ":1"
+		bot.get("/login")
+		for range 5 {
+			if st := bot.post("/login", wrong()).status; st != http.StatusUnauthorized && st != http.StatusTooManyRequests {
+				t.Fatalf("bot guess: %d", st)
+			}
+		}
+		if bot.post("/login", right()).status != http.StatusTooManyRequests {
+			t.Errorf("bot %d may still try alice after failing", i)
+		}
+	}
+	c := f.browser()
+	c.addr = "[2001:db8:1::5]:443"
+	c.get("/login")
+	if p := c.post("/login", right()); p.status != http.StatusSeeOther {
+		t.Fatalf("real user during a distributed attack: %d", p.status)
+	}
 }

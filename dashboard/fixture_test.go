@@ -93,6 +93,9 @@ func newFixture(t *testing.T, cfg Config) *fixture {
 	var n atomic.Int64
 	h := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		w.Header().Set("X-Request-Id", "req"+strconv.FormatInt(n.Add(1), 10))
+		if a := req.Header.Get(testClientHeader); a != "" {
+			req.RemoteAddr = a // the test server has one address; browsers may pose as others
+		}
 		l := zerolog.Nop()
 		r.ServeHTTP(w, req.WithContext(l.WithContext(req.Context())))
 	})
@@ -180,12 +183,17 @@ func (f *fixture) stored(userID, id string) kv.Session {
 	return s
 }
 
+// testClientHeader carries the client address a test browser poses as
+// (browser.addr); only the fixture's wrapper reads it.
+const testClientHeader = "X-Test-Remote-Addr"
+
 // browser is a cookie-keeping client that does not follow redirects.
 type browser struct {
 	t    *testing.T
 	f    *fixture
 	c    *http.Client
 	csrf string // the CSRF field of the last page that had a form
+	addr string // the client address (host:port) the server sees; "" is the real one
 }
 
 func (f *fixture) browser() *browser {
@@ -206,6 +214,9 @@ func (p *page) location() string { return p.header.Get("Location") }
 
 func (b *browser) do(req *http.Request) *page {
 	b.t.Helper()
+	if b.addr != "" {
+		req.Header.Set(testClientHeader, b.addr)
+	}
 	resp, err := b.c.Do(req)
 	if err != nil {
 		b.t.Fatal(err)

@@ -35,6 +35,7 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"path"
 	"strings"
 	"time"
@@ -74,8 +75,11 @@ type Config struct {
 	// proxy in front that does not send X-Forwarded-Proto). Requests over
 	// TLS, or with X-Forwarded-Proto: https, always get Secure cookies.
 	SecureCookies bool
-	// LoginFailures is how many failed sign-ins a user name may have per
-	// minute (0 means 5); a client address may have four times as many.
+	// LoginFailures is how many failed sign-ins one client may make on one
+	// user name per minute (0 means 5); a client may make four times as
+	// many over all names. A name failed ten times as often, from all
+	// clients together, is under attack: clients that failed on it wait out
+	// the minute, others may still sign in (see loginLimiter).
 	LoginFailures int
 	// PageSize is the number of sessions per page; 0 means 25.
 	PageSize int
@@ -126,7 +130,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, static: static, assets: map[string]string{},
-		limiter: newLoginLimiter(cfg.LoginFailures, 4*cfg.LoginFailures, time.Minute, cfg.Now),
+		limiter: newLoginLimiter(cfg.LoginFailures, 4*cfg.LoginFailures, 10*cfg.LoginFailures, time.Minute, cfg.Now),
 		cross:   http.NewCrossOriginProtection()}
 	// Versioned asset URLs: a changed file gets a new URL, so assets can be
 	// cached for long.
@@ -386,14 +390,51 @@ func redirect(w http.ResponseWriter, r *http.Request, to string) error {
 	return nil
 }
 
-// localPath returns p if it is a path on this site ("/x", not "//host" or
-// "/\host"), else def: redirects after sign-in never leave the site.
+// localPath returns p as a path on this site, or def when a browser could
+// read it as anything else: redirects after sign-in never leave the site.
+//
+// p is first read as a browser reads a Location: tabs and newlines are
+// removed wherever they are, and a backslash is a slash. What is left must
+// be printable ASCII, begin with exactly one slash, parse as a bare path
+// (no scheme, host or user), have no dot segments, and decode (once, as a
+// proxy or a later hop might) to a path that still begins with exactly one
+// slash. The sign-in pages themselves are refused too. Anything in doubt
+// takes def; what is returned is the normalised, re-encoded path.
 func localPath(p, def string) string {
-	if p == "" || p[0] != '/' || len(p) > 1 && (p[1] == '/' || p[1] == '\\') || strings.ContainsAny(p, "\r\n") {
+	p = strings.NewReplacer("\t", "", "\n", "", "\r", "", `\`, "/").Replace(p)
+	for i := 0; i < len(p); i++ {
+		if p[i] <= ' ' || p[i] >= 0x7f {
+			return def
+		}
+	}
+	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") {
 		return def
 	}
-	if clean := path.Clean(p); clean == "/login" || clean == "/logout" || clean == "/setup" {
+	u, err := url.Parse(p)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" {
 		return def
 	}
-	return p
+	decoded := strings.ReplaceAll(u.Path, `\`, "/")
+	if !strings.HasPrefix(decoded, "/") || strings.HasPrefix(decoded, "//") {
+		return def
+	}
+	for _, seg := range strings.Split(decoded, "/") {
+		if seg == "." || seg == ".." {
+			return def
+		}
+		for i := 0; i < len(seg); i++ {
+			if seg[i] < ' ' || seg[i] == 0x7f {
+				return def
+			}
+		}
+	}
+	switch strings.ToLower(path.Clean(decoded)) {
+	case "/login", "/logout", "/setup":
+		return def
+	}
+	out := (&url.URL{Path: u.Path, RawPath: u.RawPath, RawQuery: u.RawQuery, Fragment: u.Fragment, RawFragment: u.RawFragment}).String()
+	if !strings.HasPrefix(out, "/") || strings.HasPrefix(out, "//") {
+		return def
+	}
+	return out
 }

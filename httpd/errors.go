@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"syscall"
@@ -59,8 +62,13 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var tooBig *http.MaxBytesError
 	var unavailable *ranking.UnavailableError
 	var panicked *kv.PanicError
+	var body *bodyError
 	switch {
 	case errors.As(err, &he):
+	case errors.As(err, &body):
+		// The client's side of the connection failed mid-body: not ours to
+		// log as an error, nor a 500 in the metrics.
+		he = bodyErrorStatus(body)
 	case errors.As(err, &tooBig):
 		he = &httpError{status: http.StatusRequestEntityTooLarge, code: "Payload Too Large",
 			msg: "request body exceeds the limit of " + humanBytes(tooBig.Limit) + ": split it into smaller requests"}
@@ -75,7 +83,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 			"full-text search is unavailable for the moment (its index server does not answer); retry shortly", 5 * time.Second}
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 		// The client went away; nobody reads this response.
-		he = &httpError{status: 499, code: "Client Closed Request", msg: "request cancelled"}
+		he = &httpError{status: statusClientClosed, code: "Client Closed Request", msg: "request cancelled"}
 	case errors.As(err, &unavailable):
 		// A dependency's outage, not a fault of ours: the client may retry.
 		he = &httpError{http.StatusServiceUnavailable, "semantic_unavailable",
@@ -99,6 +107,27 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	_ = writeJSON(w, he.status, map[string]string{"error": he.code, "message": he.msg})
 }
+
+// bodyErrorStatus is the status of a request body that could not be read:
+// 408 when it arrived too slowly for the server's read deadline, 499 (the
+// de-facto "client closed request") when the client hung up or the
+// connection broke, and 400 for a malformed body framing.
+func bodyErrorStatus(e *bodyError) *httpError {
+	var ne net.Error
+	switch {
+	case errors.Is(e, os.ErrDeadlineExceeded) || errors.As(e, &ne) && ne.Timeout():
+		return &httpError{status: http.StatusRequestTimeout, code: "Request Timeout",
+			msg: "the request body arrived too slowly; send it again"}
+	case errors.Is(e, io.ErrUnexpectedEOF) || errors.Is(e, net.ErrClosed) || errors.Is(e, syscall.ECONNRESET) ||
+		errors.Is(e, syscall.EPIPE) || errors.As(e, &ne):
+		return &httpError{status: statusClientClosed, code: "Client Closed Request", msg: "the request body was cut off"}
+	}
+	return &httpError{status: http.StatusBadRequest, code: "Bad Request", msg: "the request body could not be read: " + e.err.Error()}
+}
+
+// statusClientClosed is the status of a request the client abandoned; no
+// client reads it, but the access log and the metrics count it.
+const statusClientClosed = 499
 
 // internalError is the 500 a client sees: only the request id, which
 // finds the logged error.

@@ -5,8 +5,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
+	"path"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -94,16 +96,41 @@ func saneID(id string) bool {
 	return true
 }
 
+// recorder notes a response's status and size for the access log, and
+// gives each write its own deadline (see progress).
 type recorder struct {
 	http.ResponseWriter
+	rc     *http.ResponseController
+	stall  time.Duration // the server's WriteTimeout; 0: no deadlines
 	status int
 	bytes  int64
+}
+
+func newRecorder(w http.ResponseWriter, r *http.Request) *recorder {
+	rec := &recorder{ResponseWriter: w, rc: http.NewResponseController(w)}
+	if srv, ok := r.Context().Value(http.ServerContextKey).(*http.Server); ok {
+		rec.stall = srv.WriteTimeout
+	}
+	return rec
+}
+
+// progress moves the connection's write deadline to the server's
+// WriteTimeout from now, before each write: the timeout then bounds how long
+// one write may stall on a client that stopped reading, not how long a
+// response may take, so long exports and streams go on as long as the
+// client keeps reading (http.Server's own WriteTimeout counts from the
+// request's headers).
+func (r *recorder) progress() {
+	if r.stall > 0 {
+		_ = r.rc.SetWriteDeadline(time.Now().Add(r.stall))
+	}
 }
 
 func (r *recorder) WriteHeader(code int) {
 	if r.status == 0 {
 		r.status = code
 	}
+	r.progress()
 	r.ResponseWriter.WriteHeader(code)
 }
 
@@ -111,6 +138,7 @@ func (r *recorder) Write(b []byte) (int, error) {
 	if r.status == 0 {
 		r.status = http.StatusOK
 	}
+	r.progress()
 	n, err := r.ResponseWriter.Write(b)
 	r.bytes += int64(n)
 	return n, err
@@ -118,20 +146,24 @@ func (r *recorder) Write(b []byte) (int, error) {
 
 // Flush lets streaming exports flush through the recorder.
 func (r *recorder) Flush() {
-	if f, ok := r.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
+	r.progress()
+	_ = r.rc.Flush()
 }
 
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 // accessLog logs one line per request: method, path (never the query string,
 // which can hold search text), status, size, duration, user. Server errors log
-// at error level (503 aside), the rest at info.
+// at error level (503 aside), the rest at info. It also marks failures to
+// read the request body as the client's (bodyReader), so an upload the
+// client abandons is a 499, not a 500.
 func (s *Server) accessLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		rec := &recorder{ResponseWriter: w}
+		if r.Body != nil && r.Body != http.NoBody {
+			r.Body = &bodyReader{r.Body}
+		}
+		rec := newRecorder(w, r)
 		next.ServeHTTP(rec, r)
 		if rec.status == 0 {
 			rec.status = http.StatusOK
@@ -151,6 +183,26 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 			Str("user", info(r.Context()).user).Msg("request")
 	})
 }
+
+// bodyReader is a request body whose read errors are *bodyError: whatever
+// goes wrong while the body arrives (the client hangs up, stalls past the
+// server's read deadline, or garbles the chunked framing) is the client's
+// doing, whichever handler was reading.
+type bodyReader struct{ io.ReadCloser }
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF {
+		err = &bodyError{err}
+	}
+	return n, err
+}
+
+// bodyError is a failure to read the request body from the client.
+type bodyError struct{ err error }
+
+func (e *bodyError) Error() string { return "read request body: " + e.err.Error() }
+func (e *bodyError) Unwrap() error { return e.err }
 
 // routeName records the matched route's template for metrics (ids in paths
 // must never become label values).
@@ -191,10 +243,17 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 	})
 }
 
-// cors adds the CORS headers decisions.md fixes to every response and answers
-// OPTIONS on any path with 204.
+// cors adds the CORS headers decisions.md fixes to every response of the
+// API that plugins and browser pages call from other origins (corsPath),
+// errors and downloads included, and answers OPTIONS there with 204. Other
+// paths (/metrics, /ready, the dashboard's pages and files) get no CORS
+// headers, and an OPTIONS there is routed like any other method.
 func cors(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !corsPath(r.URL.Path) {
+			next.ServeHTTP(w, r)
+			return
+		}
 		h := w.Header()
 		h.Set("Access-Control-Allow-Origin", "*")
 		h.Set("Access-Control-Allow-Methods", "GET, POST, PATCH, DELETE, OPTIONS")
@@ -206,6 +265,13 @@ func cors(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// corsPath reports whether p is on the cross-origin API: /health, the sync
+// and read API (/sync/..., /api/...) and /mcp.
+func corsPath(p string) bool {
+	p = path.Clean(p)
+	return p == "/health" || p == "/mcp" || strings.HasPrefix(p, "/sync/") || strings.HasPrefix(p, "/api/")
 }
 
 // Authenticated wraps h in the API's key check, per-key rate limit and body

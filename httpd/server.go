@@ -103,8 +103,9 @@ func (s *Server) Install(r *mux.Router) {
 //   - accessLog: after requestID so each line has the id; sees final statuses,
 //     including the 500 of a recovered panic;
 //   - recoverPanics: a panic anywhere becomes a logged 500 with the request id;
-//   - cors: CORS headers on every response, errors and downloads included, and
-//     OPTIONS answered before routing or authentication.
+//   - cors: CORS headers on every response of the cross-origin API (corsPath),
+//     errors and downloads included, and OPTIONS there answered before
+//     routing or authentication; none on /metrics and the dashboard.
 func (s *Server) Handler(r *mux.Router) http.Handler {
 	r.NotFoundHandler = s.handle(func(w http.ResponseWriter, r *http.Request) error {
 		return errNotFound("no such endpoint: " + r.URL.Path)

@@ -50,15 +50,39 @@ type Server struct {
 	Dashboard *dashboard.Server
 	Metrics   *metrics.Metrics
 
-	cfg     config.Config
-	handler http.Handler
-	log     zerolog.Logger
+	cfg      config.Config
+	handler  http.Handler
+	log      zerolog.Logger
+	timeouts httpTimeouts
 	// needsRebuild: the index is new or incomplete and Background must
 	// rebuild it.
 	needsRebuild bool
 	rebuilding   atomic.Bool
 	// rebuildFailed: the index is incomplete until the next start or reindex.
 	rebuildFailed atomic.Bool
+}
+
+// httpTimeouts bound what a slow or stalled client can hold on to (a
+// connection, a goroutine, a request's buffers): each is a limit of
+// http.Server.
+type httpTimeouts struct {
+	header  time.Duration // to send the request's headers (slow-loris)
+	request time.Duration // to send the whole request, body included
+	idle    time.Duration // between requests on a kept-alive connection
+	// write is how long one write of a response may stall on a client
+	// that stopped reading. The API's middleware moves the deadline before
+	// every write (httpd's recorder), so it does not limit how long a
+	// response, an export or an MCP stream, may take.
+	write time.Duration
+}
+
+func defaultTimeouts() httpTimeouts {
+	return httpTimeouts{
+		header:  10 * time.Second,
+		request: 2 * time.Minute, // a 16 MiB batch over a slow link
+		idle:    2 * time.Minute,
+		write:   2 * time.Minute,
+	}
 }
 
 // OpenStore opens the records in dir, failing within a second (with a
@@ -89,7 +113,7 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger) (*Server, e
 		st.Close()
 		return nil, err
 	}
-	s := &Server{Store: st, Index: idx, Semantic: sem, cfg: cfg, log: log, needsRebuild: rebuild}
+	s := &Server{Store: st, Index: idx, Semantic: sem, cfg: cfg, log: log, needsRebuild: rebuild, timeouts: defaultTimeouts()}
 	s.rebuilding.Store(rebuild)
 	s.Accounts = accounts.New(st, nil)
 	s.Ingest = ingest.NewService(st, nil)
@@ -231,9 +255,10 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	}()
 	srv := &http.Server{
 		Handler:           s.handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       2 * time.Minute, // a 16 MiB batch over a slow link
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: s.timeouts.header,
+		ReadTimeout:       s.timeouts.request,
+		IdleTimeout:       s.timeouts.idle,
+		WriteTimeout:      s.timeouts.write,
 	}
 	stopAdmin, err := admin.Serve(s.cfg.Data, s.Store, s.Accounts, s.cfg.BcryptCost, s.log)
 	if err != nil {

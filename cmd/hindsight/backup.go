@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"syscall"
 
 	"github.com/hindsight-dev/hindsight/admin"
 	"github.com/hindsight-dev/hindsight/config"
+	"github.com/hindsight-dev/hindsight/kv"
 	"github.com/hindsight-dev/hindsight/server"
 )
 
@@ -23,31 +26,57 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	} else if len(pos) > 0 || *out == "" {
 		return &usageError{"usage: hindsight backup --out FILE [--data DIR]"}
 	}
-	f, err := os.OpenFile(*out+".partial", os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if _, err := os.Stat(*out); err == nil {
+		return fmt.Errorf("backup: %s exists; choose a new file", *out)
+	}
+	f, err := openPartial(*out + ".partial")
 	if err != nil {
 		return fmt.Errorf("backup: %w", err)
-	}
-	if _, err := os.Stat(*out); err == nil {
-		f.Close()
-		os.Remove(f.Name())
-		return fmt.Errorf("backup: %s exists; choose a new file", *out)
 	}
 	n, via, err := admin.Backup(ctx, cfg.Data, f)
 	if err == nil {
 		err = f.Sync()
 	}
+	if err == nil {
+		// What a stream cut short or a bad disk wrote is found now, not at
+		// the restore that needs it.
+		err = kv.VerifyBackup(f.Name())
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), *out)
+	} else {
+		os.Remove(f.Name())
+	}
 	if cerr := f.Close(); err == nil {
-		err = cerr
+		err = cerr // closing releases the lock, after the rename
 	}
 	if err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	if err := os.Rename(f.Name(), *out); err != nil {
-		return err
+		return fmt.Errorf("backup: %w", err)
 	}
 	fmt.Fprintf(stdout, "backup of %s written to %s (%d bytes, %s)\nrestore with: hindsight restore %s --data NEW_DIR\n", cfg.Data, *out, n, via, *out)
 	return nil
+}
+
+// openPartial opens name, the file a backup is written to before it takes
+// its final name, empty and locked against another backup to the same
+// file. A leftover from a killed backup is reused: the lock died with it.
+func openPartial(name string) (*os.File, error) {
+	f, err := os.OpenFile(name, os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("another backup is writing %s; wait for it, or choose another file", name)
+		}
+		return nil, fmt.Errorf("lock %s: %w", name, err)
+	}
+	if err := f.Truncate(0); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // cmdRestore installs a backup into an empty data directory. The full-text

@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -240,4 +244,123 @@ func TestSigtermLosesNoAcknowledgedWrite(t *testing.T) {
 		return nil
 	})
 	_ = os.Remove
+}
+
+// runChild runs `hindsight args...` in a child process, so that a crash
+// (SIGSEGV, SIGBUS, a panic) is an exit status rather than the end of the
+// test binary, and returns its stderr and exit code (-1: killed by a signal).
+func runChild(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^$", "--"}, args...)...)
+	cmd.Env = append(os.Environ(), "HINDSIGHT_TEST_RUN_MAIN=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return stderr.String(), 0
+	case errors.As(err, &ee):
+		return stderr.String(), ee.ExitCode()
+	}
+	t.Fatal(err)
+	return "", 0
+}
+
+// TestRestoreRefusesBadFiles: restore of an empty file (what a killed
+// backup leaves as FILE.partial), of a truncated or of a damaged backup
+// exits 1 with a message that names the file, and leaves the data
+// directory as it was (absent, or empty: no .restore-* directories).
+func TestRestoreRefusesBadFiles(t *testing.T) {
+	data := t.TempDir()
+	newKey(t, data, "alice")
+	file := filepath.Join(t.TempDir(), "backup.db")
+	if _, err := runCmd(t, "backup", "--out", file, "--data", data); err != nil {
+		t.Fatal(err)
+	}
+	good, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(good)
+	cases := map[string][]byte{"empty": nil}
+	for _, cut := range []int{1, 100, 4096, 4097, 3 * 4096, n / 2, n - 4096, n - 1} {
+		if cut > 0 && cut < n {
+			cases[fmt.Sprintf("truncated to %d of %d bytes", cut, n)] = good[:cut]
+		}
+	}
+	for seed := range uint64(6) {
+		r := rand.New(rand.NewPCG(seed, 3))
+		d := slices.Clone(good)
+		d[r.IntN(len(d))] ^= byte(1 + r.IntN(255))
+		cases[fmt.Sprintf("corrupted (seed %d)", seed)] = d
+	}
+	i := 0
+	for name, b := range cases {
+		i++
+		src := filepath.Join(t.TempDir(), "backup.db")
+		if name == "empty" {
+			src += ".partial" // exactly what a killed backup leaves
+		}
+		if err := os.WriteFile(src, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		dir := filepath.Join(t.TempDir(), "restored")
+		exists := i%2 == 0
+		if exists {
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}
+		stderr, code := runChild(t, "restore", src, "--data", dir)
+		if code != 1 || !strings.HasPrefix(stderr, "hindsight: restore: ") || !strings.Contains(stderr, src) {
+			t.Errorf("%s: exit %d, stderr:\n%s", name, code, stderr)
+		}
+		ents, serr := os.ReadDir(dir)
+		if exists && (serr != nil || len(ents) != 0) || !exists && !os.IsNotExist(serr) {
+			t.Errorf("%s: data directory after a refused restore: %d entries, %v", name, len(ents), serr)
+		}
+	}
+}
+
+// TestBackupAfterKilledBackup: a FILE.partial left by a killed backup does
+// not block the next backup to FILE, which replaces it; a backup still
+// writing FILE.partial is not disturbed.
+func TestBackupAfterKilledBackup(t *testing.T) {
+	data := t.TempDir()
+	newKey(t, data, "alice")
+	file := filepath.Join(t.TempDir(), "backup.db")
+	if err := os.WriteFile(file+".partial", []byte("half a backup"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runCmd(t, "backup", "--out", file, "--data", data); err != nil {
+		t.Fatalf("backup over a leftover .partial: %v", err)
+	}
+	if _, err := os.Stat(file + ".partial"); !os.IsNotExist(err) {
+		t.Errorf("FILE.partial still there: %v", err)
+	}
+	if err := kv.VerifyBackup(file); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runCmd(t, "restore", file, "--data", filepath.Join(t.TempDir(), "r")); err != nil {
+		t.Fatal(err)
+	}
+
+	// A backup in progress holds a lock on its FILE.partial.
+	other := filepath.Join(t.TempDir(), "other.db")
+	f, err := os.OpenFile(other+".partial", os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("in progress")
+	if _, err := runCmd(t, "backup", "--out", other, "--data", data); err == nil || !strings.Contains(err.Error(), "another backup") {
+		t.Errorf("backup beside a running one: %v", err)
+	}
+	if b, _ := os.ReadFile(other + ".partial"); string(b) != "in progress" {
+		t.Errorf("the running backup's file was changed: %q", b)
+	}
 }
