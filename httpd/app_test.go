@@ -112,7 +112,9 @@ func newApp(t *testing.T, o options) *app {
 	r := mux.NewRouter()
 	api.Install(r)
 	a.srv = httptest.NewServer(api.Handler(r))
-	a.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}
+	// No client timeout: a loaded machine may take long over a large request,
+	// and a hung one is caught by go test's -timeout, with every stack.
+	a.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	// Registered after kvtest.Open: runs before the store's invariant check.
 	t.Cleanup(func() {
 		a.client.CloseIdleConnections()
