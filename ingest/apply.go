@@ -7,14 +7,16 @@ import (
 	"time"
 
 	"github.com/hindsight-dev/hindsight/kv"
+	"github.com/hindsight-dev/hindsight/redact"
 )
 
 // Service applies validated sync writes to the store. It is safe for
 // concurrent use; concurrent writes are group-committed by kv.
 type Service struct {
-	store   *kv.Store
-	now     func() time.Time
-	onWrite func()
+	store    *kv.Store
+	now      func() time.Time
+	onWrite  func()
+	redactor *redact.Redactor // redact.go
 }
 
 // OnWrite registers f to be called after every committed write that put work
@@ -68,12 +70,18 @@ func (c *Counts) add(o outcome) {
 // Session upserts one session and returns its service id.
 func (s *Service) Session(ctx context.Context, userID string, in SessionIn) (string, error) {
 	var id string
+	found := s.redactSession(&in)
 	err := s.store.CommitFirst(ctx, func(tx *kv.Tx) error {
 		a := s.applier(tx, userID, true)
 		a.live = true
-		st, _, err := a.session(in)
+		st, o, err := a.session(in)
 		if err != nil {
 			return err
+		}
+		if o != unchanged {
+			if err := redactions(found).save(tx, userID); err != nil {
+				return err
+			}
 		}
 		id = st.s.ID
 		return a.flush()
@@ -89,12 +97,18 @@ func (s *Service) Session(ctx context.Context, userID string, in SessionIn) (str
 // the message's service id.
 func (s *Service) Message(ctx context.Context, userID string, in MessageIn) (string, error) {
 	var id string
+	found := s.redactMessage(&in)
 	err := s.store.CommitFirst(ctx, func(tx *kv.Tx) error {
 		a := s.applier(tx, userID, true)
 		a.live = true
-		m, _, err := a.message(in)
+		m, o, err := a.message(in)
 		if err != nil {
 			return err
+		}
+		if o != unchanged {
+			if err := redactions(found).save(tx, userID); err != nil {
+				return err
+			}
 		}
 		id = m.ID
 		return a.flush()
@@ -129,23 +143,30 @@ func (s *Service) Batch(ctx context.Context, userID string, b Batch) (BatchResul
 	if b.Live() {
 		commit = s.store.CommitFirst // ahead of bulk writes, as in the indexer
 	}
+	foundS, foundM := s.redactBatch(&b)
 	err := commit(ctx, func(tx *kv.Tx) error {
 		res = BatchResult{} // Commit may run this function more than once
+		var found redactions
 		a := s.applier(tx, userID, b.KeepDates)
 		a.live = b.Live()
-		for _, in := range b.Sessions {
+		for i, in := range b.Sessions {
 			_, o, err := a.session(in)
 			if err != nil {
 				return err
 			}
 			res.Sessions.add(o)
+			found.stored(o, at(foundS, i))
 		}
-		for _, in := range b.Messages {
+		for i, in := range b.Messages {
 			_, o, err := a.message(in)
 			if err != nil {
 				return err
 			}
 			res.Messages.add(o)
+			found.stored(o, at(foundM, i))
+		}
+		if err := found.save(tx, userID); err != nil {
+			return err
 		}
 		return a.flush()
 	})

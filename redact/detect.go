@@ -178,17 +178,18 @@ func (x *rule) ledAt(s string, h int, next *int) bool {
 // unless its match reaches that far.
 func (x *rule) matchAt(s string, start int) []int {
 	end := min(len(s), start+x.maxLen)
+	anchored, withCtx := x.anchor()
 	for {
 		var loc []int
 		shift := start
 		if start > 0 {
 			shift = start - 1
-			loc = x.withCtx.FindStringSubmatchIndex(s[shift:end])
+			loc = withCtx.FindStringSubmatchIndex(s[shift:end])
 			if loc != nil {
 				loc[0] = 1 // the context character is not part of the match
 			}
 		} else {
-			loc = x.anchored.FindStringSubmatchIndex(s[:end])
+			loc = anchored.FindStringSubmatchIndex(s[:end])
 		}
 		if loc == nil {
 			return nil

@@ -135,9 +135,6 @@ func New(o Options) (*Redactor, error) {
 	for i, x := range r.rules {
 		ids[x.id] = true
 		for _, k := range x.keywords {
-			if len(k) < 2 {
-				return nil, fmt.Errorf("rule %s: keyword %q: want at least 2 characters", x.id, k)
-			}
 			n, ok := kw[k]
 			if !ok {
 				n = len(words)
@@ -315,4 +312,22 @@ func lowerASCII(dst []byte, s string) []byte {
 		}
 	}
 	return dst
+}
+
+// CheckRules reports what is wrong with a file of extra rules, as New
+// would, without building a Redactor.
+func CheckRules(data []byte) error {
+	c, err := loadConfig(data, "rules", false)
+	if err != nil {
+		return err
+	}
+	if len(c.OrderedRules) == 0 {
+		return errNoRules
+	}
+	for _, id := range c.OrderedRules {
+		if _, _, err := fromGitleaks(c.Rules[id]); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package redact
 
 import (
 	"errors"
+	"sync"
 	"fmt"
 	"regexp"
 	"slices"
@@ -16,9 +17,13 @@ import (
 // Hindsight's own rules (own.go).
 type rule struct {
 	id       string
-	re       *regexp.Regexp
-	anchored *regexp.Regexp // ^(?:re): a match starting at the input's start
-	withCtx  *regexp.Regexp // ^(?s:.)(?:re): the same, one character of context before it
+	re *regexp.Regexp
+	// The anchored forms of re, compiled on first use (most rules never
+	// run on a given server): ^(?:re), a match starting at the input's
+	// start, and ^(?s:.)(?:re), the same with one character of context
+	// before it.
+	once              sync.Once
+	anchored, withCtx *regexp.Regexp
 	group    int            // the secret's group; 0: the first non-empty group, else the match
 	entropy  float64        // the secret's Shannon entropy must exceed it (0: no check)
 	allow    []*config.Allowlist
@@ -64,6 +69,9 @@ func loadConfig(data []byte, source string, builtin bool) (config.Config, error)
 		if err := validID(r.ID); err != nil {
 			return config.Config{}, fmt.Errorf("%s: %w", source, err)
 		}
+		if builtin {
+			continue // gitleaks' own rules compile; compiling them twice costs a start
+		}
 		exprs := []string{r.Regex, r.Path}
 		for _, a := range r.Allowlists {
 			exprs = append(exprs, a.Regexes...)
@@ -81,7 +89,7 @@ func loadConfig(data []byte, source string, builtin bool) (config.Config, error)
 		}
 	}
 	for _, a := range append(vc.Allowlists, vc.AllowList) {
-		if a == nil {
+		if a == nil || builtin {
 			continue
 		}
 		for _, e := range append(slices.Clone(a.Regexes), a.Paths...) {

@@ -66,14 +66,12 @@ const assignmentOperator = `(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)`
 
 // compile derives the anchored expressions and the shape.
 func (x *rule) compile() error {
+	for _, k := range x.keywords {
+		if len(k) < 2 {
+			return fmt.Errorf("rule %s: keyword %q: want at least 2 characters", x.id, k)
+		}
+	}
 	src := x.re.String()
-	var err error
-	if x.anchored, err = regexp.Compile(`^(?:` + src + `)`); err != nil {
-		return fmt.Errorf("rule %s: %w", x.id, err)
-	}
-	if x.withCtx, err = regexp.Compile(`^(?s:.)(?:` + src + `)`); err != nil {
-		return fmt.Errorf("rule %s: %w", x.id, err)
-	}
 	x.maxLen = lookAhead
 	if strings.Contains(src, `[\s\S`) || strings.Contains(src, `(?s`) {
 		x.maxLen = lookAheadBlocks
@@ -117,6 +115,17 @@ func (x *rule) compile() error {
 		}
 	}
 	return nil
+}
+
+// anchor returns the anchored forms of x.re. Both compile: x.re did, and
+// wrapping it in a group changes nothing else.
+func (x *rule) anchor() (anchored, withCtx *regexp.Regexp) {
+	x.once.Do(func() {
+		src := x.re.String()
+		x.anchored = regexp.MustCompile(`^(?:` + src + `)`)
+		x.withCtx = regexp.MustCompile(`^(?s:.)(?:` + src + `)`)
+	})
+	return x.anchored, x.withCtx
 }
 
 // assignmentShape recognises `[\w.-]{0,50}?` repeats, then the names,
