@@ -17,11 +17,13 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/hindsight-dev/hindsight/accounts"
+	"github.com/hindsight-dev/hindsight/ingest"
 	"github.com/hindsight-dev/hindsight/kv"
 )
 
@@ -107,10 +109,14 @@ func With(ctx context.Context, dir string, cost int, fn func(Ops) error) error {
 	return fn(rc)
 }
 
+// Redacter rewrites the stored records with the running server's redactor
+// (ingest.Service.RedactStored); nil when the server does not redact.
+type Redacter func(context.Context, ingest.RedactStoredOptions) (ingest.RedactStoredResult, error)
+
 // Serve starts the admin socket in dir for a running server over st and a
-// (passwords hashed at bcrypt cost cost). stop shuts it down and removes the
-// socket.
-func Serve(dir string, st *kv.Store, a *accounts.Accounts, cost int, log zerolog.Logger) (stop func(context.Context), err error) {
+// (passwords hashed at bcrypt cost cost), redacting stored records with red.
+// stop shuts it down and removes the socket.
+func Serve(dir string, st *kv.Store, a *accounts.Accounts, cost int, red Redacter, log zerolog.Logger) (stop func(context.Context), err error) {
 	path := filepath.Join(dir, Socket)
 	_ = os.Remove(path) // a stale socket from a crashed server
 	ln, err := net.Listen("unix", path)
@@ -208,6 +214,16 @@ func Serve(dir string, st *kv.Store, a *accounts.Accounts, cost int, log zerolog
 		if _, err := st.Backup(r.Context(), w); err != nil {
 			log.Error().Err(err).Msg("backup through the admin socket failed")
 		}
+	})
+	var redacting sync.Mutex // one run at a time: they share the resume mark
+	mux.HandleFunc("POST /redact", func(w http.ResponseWriter, r *http.Request) {
+		if !redacting.TryLock() {
+			w.WriteHeader(http.StatusConflict)
+			json.NewEncoder(w).Encode(map[string]string{"error": "a redaction of the stored records is already running on this server"})
+			return
+		}
+		defer redacting.Unlock()
+		serveRedact(w, r, red)
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)

@@ -27,7 +27,7 @@ func TestAdminSocketPasswordRoutes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	stop, err := Serve(dir, st, accounts.New(st, nil), bcrypt.MinCost, zerolog.Nop())
+	stop, err := Serve(dir, st, accounts.New(st, nil), bcrypt.MinCost, nil, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,11 +2,11 @@ package redact
 
 import (
 	"errors"
-	"sync"
 	"fmt"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/pelletier/go-toml/v2"
 	"github.com/zricethezav/gitleaks/v8/config"
@@ -16,7 +16,7 @@ import (
 // configuration, from an extra rules file in the same format, and from
 // Hindsight's own rules (own.go).
 type rule struct {
-	id       string
+	id string
 	re *regexp.Regexp
 	// The anchored forms of re, compiled on first use (most rules never
 	// run on a given server): ^(?:re), a match starting at the input's
@@ -24,11 +24,11 @@ type rule struct {
 	// before it.
 	once              sync.Once
 	anchored, withCtx *regexp.Regexp
-	group    int            // the secret's group; 0: the first non-empty group, else the match
-	entropy  float64        // the secret's Shannon entropy must exceed it (0: no check)
-	allow    []*config.Allowlist
-	keywords []string // lower case; the rule runs only where one occurs
-	generic  bool     // yields to a specific rule that finds an overlapping secret
+	group             int     // the secret's group; 0: the first non-empty group, else the match
+	entropy           float64 // the secret's Shannon entropy must exceed it (0: no check)
+	allow             []*config.Allowlist
+	keywords          []string // lower case; the rule runs only where one occurs
+	generic           bool     // yields to a specific rule that finds an overlapping secret
 	// valid, for Hindsight's own rules, vets a candidate secret.
 	valid func(secret string) bool
 	// find, for rules that are code rather than a regular expression: the

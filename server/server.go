@@ -263,7 +263,11 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 		ReadTimeout:       2 * time.Minute, // a 16 MiB batch over a slow link
 		IdleTimeout:       2 * time.Minute,
 	}
-	stopAdmin, err := admin.Serve(s.cfg.Data, s.Store, s.Accounts, s.cfg.BcryptCost, s.log)
+	var red admin.Redacter
+	if s.Redactor != nil {
+		red = s.Ingest.RedactStored
+	}
+	stopAdmin, err := admin.Serve(s.cfg.Data, s.Store, s.Accounts, s.cfg.BcryptCost, red, s.log)
 	if err != nil {
 		// The API does not depend on it.
 		s.log.Warn().Err(err).Msg("admin socket unavailable: users/keys commands need the server stopped")
