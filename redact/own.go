@@ -2,6 +2,7 @@ package redact
 
 import (
 	"encoding/base64"
+	"unicode/utf8"
 	"regexp"
 	"strings"
 )
@@ -32,7 +33,9 @@ const (
 // assignedValue is a quoted or bare value; its groups are the secret.
 // A bare value ends where an escaped newline (\n in JSON-quoted text)
 // begins.
-const assignedValue = `(?:"([^"\r\n]{1,256})"|'([^'\r\n]{1,256})'|([^\s"'\x60,;)\]}>\\]{1,256}))`
+// A bare value must end there too, or at a quote or a delimiter; one
+// followed by "(" is a call (App::getValue(...)), not a value.
+const assignedValue = `(?:"([^"\r\n]{1,256})"|'([^'\r\n]{1,256})'|([^\s"'\x60,;()\[\]{}<>\\]{1,256})(?:[\s"'\x60,;)\]}>\\]|$))`
 
 func ownRules() []*rule {
 	return []*rule{
@@ -102,8 +105,13 @@ func plausiblePassword(v string) bool {
 	if len(v) < 8 || len(v) > 256 || strings.HasPrefix(v, markerPrefix) || reference(v) {
 		return false
 	}
-	if strings.ContainsAny(v, "()[]{} \t") || strings.Contains(v, "://") || strings.Count(v, "/") > 1 {
+	if strings.ContainsAny(v, "()[]{} \t") || strings.Contains(v, "://") || strings.Contains(v, "::") || strings.Count(v, "/") > 1 {
 		return false
+	}
+	for _, c := range v {
+		if c < 0x20 || c == 0x7f || c == utf8.RuneError {
+			return false // binary, not text someone typed
+		}
 	}
 	low := strings.ToLower(v)
 	for _, p := range placeholders {
@@ -298,6 +306,9 @@ var (
 	wordsVersion = regexp.MustCompile(`^[a-z]{3,}(?:[-_.](?:[a-z]{2,}|[0-9]{1,4}))+$`)
 	// Test runners' output: --- PASS: TestX/case (0.00s).
 	testOutput = regexp.MustCompile(`^\s*(?:---|===) (?:PASS|FAIL|SKIP|RUN|PAUSE|CONT)\b`)
+	// A name ending in Id or _id names an identifier (apiCallId, key_id):
+	// gitleaks' allowlists know a few such names; any is one.
+	idName = regexp.MustCompile(`(?:[a-z0-9]I[dD]|[_.-][iI][dD]|\bid)["']?\s*(?:=|:|=>)`)
 )
 
 // hindsightAllowed applies Hindsight's allowlists to a finding of rule x.
@@ -309,5 +320,14 @@ func hindsightAllowed(x *rule, secret, match string, line func() string) bool {
 		return false
 	}
 	return uuid.MatchString(secret) || wordsVersion.MatchString(secret) ||
-		goSum.MatchString(match) || testOutput.MatchString(line())
+		goSum.MatchString(match) || testOutput.MatchString(line()) || idName.MatchString(nameOf(match))
+}
+
+// nameOf returns a generic match up to its first operator, the name
+// assigned to.
+func nameOf(match string) string {
+	if i := strings.IndexAny(match, "=:"); i >= 0 {
+		return match[:min(len(match), i+2)]
+	}
+	return ""
 }
