@@ -2,9 +2,9 @@ package redact
 
 import (
 	"encoding/base64"
-	"unicode/utf8"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 )
 
 // Hindsight's own rules, for what gitleaks' rules leave out on purpose

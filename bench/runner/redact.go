@@ -269,8 +269,8 @@ func cleanFindings(ctx context.Context, red *redact.Redactor, dir, labelsPath st
 		corpora = append(corpora, cleanCorpus{name: "transcripts", extra: true, texts: held})
 	}
 	var texts []string
-	var tunedBytes int64
-	var tunedFP int
+	var cleanBytes int64
+	var cleanFP int
 	for _, cc := range corpora {
 		c := CleanCorpus{Name: cc.name, Extra: cc.extra}
 		for _, d := range cc.texts {
@@ -302,12 +302,12 @@ func cleanFindings(ctx context.Context, red *redact.Redactor, dir, labelsPath st
 		}
 		c.FalsePositivesPer10MB = float64(c.FalsePositives) / (float64(c.Bytes) / 10e6)
 		if !cc.extra {
-			tunedBytes += c.Bytes
-			tunedFP += c.FalsePositives
+			cleanBytes += c.Bytes
+			cleanFP += c.FalsePositives
 		}
 		out.Corpora = append(out.Corpora, c)
 	}
-	out.FalsePositivesPer10MB = float64(tunedFP) / (float64(tunedBytes) / 10e6)
+	out.FalsePositivesPer10MB = float64(cleanFP) / (float64(cleanBytes) / 10e6)
 	return texts, nil
 }
 
