@@ -23,6 +23,8 @@ const (
 	RuleBearerToken = "bearer-token"
 	// RuleBasicAuth is HTTP basic authentication's user:password, base64.
 	RuleBasicAuth = "basic-auth"
+	// RuleAWSSecretKey is an AWS secret access key.
+	RuleAWSSecretKey = "aws-secret-access-key"
 	// RuleAzureStorageKey is an Azure storage account key.
 	RuleAzureStorageKey = "azure-storage-key"
 	// RulePrivate marks a <private>...</private> span the user asked to keep
@@ -81,6 +83,29 @@ func ownRules() []*rule {
 			id:       RuleAzureStorageKey,
 			re:       regexp.MustCompile(`(?i)accountkey[ \t]*=[ \t]*([A-Za-z0-9+/]{86}==)`),
 			keywords: []string{"accountkey"},
+		},
+		// Two of gitleaks' rules miss keys of their own format: its OpenAI
+		// rule ends with \b, which fails after a key ending in - or _, and
+		// its Vault rule's allowlist (s\.[A-Za-z]{24}, unanchored) drops
+		// an hvs. token holding 24 letters in a row. These take them under
+		// the same ids.
+		{
+			id:       "openai-api-key",
+			re:       regexp.MustCompile(`\b(sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{58,74}T3BlbkFJ[A-Za-z0-9_-]{58,74})(?:[^A-Za-z0-9_-]|$)`),
+			keywords: []string{"t3blbkfj"},
+		},
+		{
+			// AWS's secret access key: 40 base64 characters, found by its
+			// name (gitleaks' default rules have only the key id).
+			id:       RuleAWSSecretKey,
+			re:       regexp.MustCompile(`(?i)secret[_-]?access[_-]?key["']?[ \t]*(?:=|:|=>)[ \t]*["']?([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)`),
+			keywords: []string{"secret_access_key", "secretaccesskey", "secret-access-key"},
+			entropy:  4,
+		},
+		{
+			id:       "vault-service-token",
+			re:       regexp.MustCompile(`\b(hvs\.[\w-]{90,120})(?:[^\w-]|$)`),
+			keywords: []string{"hvs."},
 		},
 		{
 			id: RuleURLPassword, keywords: []string{"://"},
