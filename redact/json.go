@@ -18,9 +18,10 @@ func (r *Redactor) JSON(raw []byte) ([]byte, Counts) {
 	if len(raw) == 0 {
 		return raw, nil
 	}
-	// Most texts hold nothing: when the raw text shows no secret and no
-	// escape could hide one (\u0067hp_...), there is nothing to rewrite.
-	if !bytes.Contains(raw, []byte(`\u`)) && !r.found(string(raw)) {
+	// Most texts hold nothing: when the raw text holds no escape (which
+	// could hide a secret, \u0067hp_..., or change what ends one, \") and
+	// shows no secret, its strings show none either.
+	if bytes.IndexByte(raw, '\\') < 0 && !r.found(string(raw)) {
 		return raw, nil
 	}
 	type edit struct {

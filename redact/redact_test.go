@@ -215,6 +215,7 @@ func TestJSON(t *testing.T) {
 		{"array", `["AKIAQYLPMN5HHHFPZAM2", 3, true, null]`, []string{"AKIAQYLPMN5HHHFPZAM2"}, []string{"aws-access-token"}},
 		{"escaped private span", `{"text":"\u003cprivate\u003ehidden stuff\u003c/private\u003e visible"}`, []string{"hidden stuff"}, []string{"private"}},
 		{"not JSON", `not json AKIAQYLPMN5HHHFPZAM2`, []string{"AKIAQYLPMN5HHHFPZAM2"}, []string{"aws-access-token"}},
+		{"escaped quotes around the secret", `{"command":"client = Client(api_key=\"AIzaSyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUvW\")"}`, []string{"AIzaSyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUvW"}, []string{"gcp-api-key"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, c := r.JSON([]byte(tc.in))
