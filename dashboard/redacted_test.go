@@ -49,7 +49,7 @@ func TestRedactionsShown(t *testing.T) {
 		{"sessionExternalId":"s1","externalId":"m2","role":"assistant","parts":[{"type":"tool-call","toolName":"Bash","args":{"cmd":"GITHUB_TOKEN=`+key+` gh pr list"}}]}]}`)
 	b := f.browser()
 	b.signIn("alice")
-	p := b.get("/sessions/" + f.sessionID(alice, "s1")).want(t, http.StatusOK)
+	p := b.get("/sessions/"+f.sessionID(alice, "s1")).want(t, http.StatusOK)
 	if strings.Contains(p.body, key) {
 		t.Fatal("the session page shows the token")
 	}
