@@ -44,6 +44,13 @@ func (s *Service) redactBatch(b *Batch) (sessions, messages []redact.Counts) {
 	if s.redactor == nil {
 		return nil, nil
 	}
+	return RedactBatch(s.redactor, b)
+}
+
+// RedactBatch redacts every entry of b in place with r, as a sync does, and
+// returns, by entry, what it removed (bench redact times it).
+func RedactBatch(r *redact.Redactor, b *Batch) (sessions, messages []redact.Counts) {
+	s := &Service{redactor: r}
 	sessions = make([]redact.Counts, len(b.Sessions))
 	for i := range b.Sessions {
 		sessions[i] = s.redactSession(&b.Sessions[i])
