@@ -17,11 +17,13 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/hindsight-dev/hindsight/accounts"
+	"github.com/hindsight-dev/hindsight/ingest"
 	"github.com/hindsight-dev/hindsight/kv"
 )
 
@@ -108,16 +110,20 @@ func With(ctx context.Context, dir string, cost int, fn func(Ops) error) error {
 	return fn(rc)
 }
 
+// Redacter rewrites the stored records with the running server's redactor
+// (ingest.Service.RedactStored); nil when the server does not redact.
+type Redacter func(context.Context, ingest.RedactStoredOptions) (ingest.RedactStoredResult, error)
+
 // Serve starts the admin socket in dir for a running server over st and a
-// (passwords hashed at bcrypt cost cost). stop shuts it down and removes the
-// socket.
-func Serve(dir string, st *kv.Store, a *accounts.Accounts, cost int, log zerolog.Logger) (stop func(context.Context), err error) {
-	return serve(dir, st, a, cost, log, net.Listen)
+// (passwords hashed at bcrypt cost cost), redacting stored records with red.
+// stop shuts it down and removes the socket.
+func Serve(dir string, st *kv.Store, a *accounts.Accounts, cost int, red Redacter, log zerolog.Logger) (stop func(context.Context), err error) {
+	return serve(dir, st, a, cost, red, log, net.Listen)
 }
 
 // serve is Serve with the listen call as a parameter, so a test can look at
 // the socket the moment it is bound.
-func serve(dir string, st *kv.Store, a *accounts.Accounts, cost int, log zerolog.Logger,
+func serve(dir string, st *kv.Store, a *accounts.Accounts, cost int, red Redacter, log zerolog.Logger,
 	listen func(network, address string) (net.Listener, error)) (stop func(context.Context), err error) {
 	path := filepath.Join(dir, Socket)
 	ln, err := listenPrivate(path, listen)
@@ -214,6 +220,16 @@ func serve(dir string, st *kv.Store, a *accounts.Accounts, cost int, log zerolog
 		if _, err := st.Backup(r.Context(), w); err != nil {
 			log.Error().Err(err).Msg("backup through the admin socket failed")
 		}
+	})
+	var redacting sync.Mutex // one run at a time: they share the resume mark
+	mux.HandleFunc("POST /redact", func(w http.ResponseWriter, r *http.Request) {
+		if !redacting.TryLock() {
+			w.WriteHeader(http.StatusConflict)
+			json.NewEncoder(w).Encode(map[string]string{"error": "a redaction of the stored records is already running on this server"})
+			return
+		}
+		defer redacting.Unlock()
+		serveRedact(w, r, red)
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {

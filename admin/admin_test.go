@@ -30,7 +30,7 @@ func TestAdminSocketPasswordRoutes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	stop, err := Serve(dir, st, accounts.New(st, nil), bcrypt.MinCost, zerolog.Nop())
+	stop, err := Serve(dir, st, accounts.New(st, nil), bcrypt.MinCost, nil, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestAdminSocketPrivateFromTheStart(t *testing.T) {
 		bound = addr
 		return ln, nil
 	}
-	stop, err := serve(dir, st, accounts.New(st, nil), bcrypt.MinCost, zerolog.Nop(), listen)
+	stop, err := serve(dir, st, accounts.New(st, nil), bcrypt.MinCost, nil, zerolog.Nop(), listen)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -201,7 +201,8 @@ type ModelUsage struct {
 }
 
 // Stats is the response to GET /api/stats. ModelUsage is keyed by model name
-// ("unknown" for sessions that recorded none).
+// ("unknown" for sessions that recorded none). Redactions, an extension,
+// counts the secrets redaction removed from the user's writes, by rule.
 type Stats struct {
 	SessionCount     int64                 `json:"sessionCount"`
 	MessageCount     int64                 `json:"messageCount"`
@@ -211,4 +212,5 @@ type Stats struct {
 	TotalCost        float64               `json:"totalCost"`
 	TotalDurationMs  int64                 `json:"totalDurationMs"`
 	ModelUsage       map[string]ModelUsage `json:"modelUsage"`
+	Redactions       map[string]int64      `json:"redactions"`
 }

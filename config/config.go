@@ -14,6 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hindsight-dev/hindsight/ingest"
+	"github.com/hindsight-dev/hindsight/redact"
 	"github.com/hindsight-dev/hindsight/vectors"
 )
 
@@ -47,6 +49,8 @@ type Config struct {
 	// default, HindsightText). No flag or variable sets it: the benchmarks
 	// use a fresh one so they never touch a deployment's collections.
 	WeaviateTextPrefix string
+	// Redact is secret redaction at ingest; the zero value is on.
+	Redact Redact
 
 	// The client side (hindsight import).
 	ServerURL   string // HINDSIGHT_URL, --server; default http://Addr
@@ -72,6 +76,14 @@ type Semantic struct {
 	WeaviateKey   string  `json:"-"` // WEAVIATE_API_KEY: a secret
 	RRFK          float64 // HINDSIGHT_RRF_K; 0 = the embedder's default
 	RRFWeight     float64 // HINDSIGHT_RRF_SEMANTIC_WEIGHT; 0 = the embedder's default
+}
+
+// Redact configures the redaction of secrets before anything is stored
+// (package redact). Its zero value redacts with the default rules, so a
+// Config built in code is as safe as one read from flags.
+type Redact struct {
+	Off   bool   // HINDSIGHT_REDACT=off, --redact=off
+	Rules string // HINDSIGHT_REDACT_RULES, --redact-rules: a file of extra rules in gitleaks' TOML format
 }
 
 // Defaults that other settings derive from.
@@ -274,6 +286,7 @@ func (l *Loader) Serve(c *Config) {
 	l.Embedder(c, "openai, local or none; default: openai when OPENAI_API_KEY is set, else local when the model is present")
 	l.TextIndex(c)
 	l.ExcludeProjects(c)
+	l.Redact(c)
 }
 
 // ExcludeProjects binds --exclude-projects (HINDSIGHT_EXCLUDE_PROJECTS):
@@ -298,6 +311,42 @@ func (l *Loader) ExcludeProjects(c *Config) {
 	l.bind("exclude-projects", "", "comma-separated globs of projects whose sessions are never kept, matched against "+
 		"projectPath and projectName, e.g. '/home/me/clients/**,secret-*' (env "+env+")", want, set,
 		func() string { return c.ExcludeProjects.String() })
+}
+
+// Redact binds --redact (HINDSIGHT_REDACT: on or off) and --redact-rules
+// (HINDSIGHT_REDACT_RULES). Err checks that the rules file can be read and
+// holds valid rules.
+func (l *Loader) Redact(c *Config) {
+	l.bind("redact", "HINDSIGHT_REDACT", "redact secrets before anything is stored or sent: on or off", "on or off", func(s string) error {
+		switch strings.TrimSpace(s) {
+		case "on":
+			c.Redact.Off = false
+		case "off":
+			c.Redact.Off = true
+		default:
+			return errors.New("on or off")
+		}
+		return nil
+	}, func() string {
+		if c.Redact.Off {
+			return "off"
+		}
+		return "on"
+	})
+	l.str(&c.Redact.Rules, "redact-rules", "HINDSIGHT_REDACT_RULES", "file of extra redaction rules in gitleaks' TOML format, added to the defaults")
+	l.checks = append(l.checks, func() error {
+		if c.Redact.Rules == "" {
+			return nil
+		}
+		data, err := os.ReadFile(c.Redact.Rules)
+		if err == nil {
+			err = redact.CheckRules(data)
+		}
+		if err != nil {
+			return &Error{Name: "HINDSIGHT_REDACT_RULES (--redact-rules)", Value: c.Redact.Rules, Want: "a readable file of rules in gitleaks' TOML format: " + err.Error()}
+		}
+		return nil
+	})
 }
 
 // TextIndex binds --text-index (HINDSIGHT_TEXT_INDEX: bleve or weaviate)
@@ -398,7 +447,8 @@ func (c Config) MarshalZerologObject(e *zerolog.Event) {
 		Float64("rate_limit", c.Rate).Int("rate_burst", c.Burst).
 		Str("log_format", c.LogFormat).Str("log_level", c.LogLevel).
 		Str("text_index", c.TextIndex).Int("weaviate_replication", c.WeaviateReplication).
-		Int("exclude_projects", len(c.ExcludeProjects.Patterns()))
+		Int("exclude_projects", len(c.ExcludeProjects.Patterns())).
+		Bool("redact", !c.Redact.Off).Str("redact_rules", c.Redact.Rules)
 	s := c.Semantic
 	e.Str("embedder", s.Embedder).Str("openai_api_key", secret(s.OpenAIKey)).
 		Str("openai_base_url", redactURL(s.OpenAIBaseURL)).Str("openai_model", s.OpenAIModel).

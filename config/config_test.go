@@ -5,6 +5,8 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -61,6 +63,9 @@ func TestBadValuesAreErrors(t *testing.T) {
 		{env: map[string]string{"HINDSIGHT_EXCLUDE_PROJECTS": "/ok/**,/bad/[a-"}, name: "HINDSIGHT_EXCLUDE_PROJECTS", want: `malformed pattern "/bad/[a-"`},
 		{env: map[string]string{"HINDSIGHT_EXCLUDE_PROJECTS": "{unclosed"}, name: "HINDSIGHT_EXCLUDE_PROJECTS", want: "glob patterns"},
 		{args: []string{"--exclude-projects", "x[y"}, name: "-exclude-projects", want: "glob patterns"},
+		{env: map[string]string{"HINDSIGHT_REDACT": "yes"}, name: "HINDSIGHT_REDACT", want: "on or off"},
+		{args: []string{"--redact", "0"}, name: "-redact", want: "on or off"},
+		{env: map[string]string{"HINDSIGHT_REDACT_RULES": "/nonexistent/rules.toml"}, name: "HINDSIGHT_REDACT_RULES", want: "readable file"},
 	} {
 		_, err := load(tc.env, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.name) || !strings.Contains(err.Error(), tc.want) {
@@ -185,5 +190,33 @@ func TestExcludeProjects(t *testing.T) {
 		if got := c.ExcludeProjects.Patterns(); strings.Join(got, "|") != strings.Join(tc.want, "|") {
 			t.Errorf("env %q args %q: patterns %q, want %q", tc.env, tc.args, got, tc.want)
 		}
+	}
+}
+
+func TestRedact(t *testing.T) {
+	c, err := load(nil)
+	if err != nil || c.Redact.Off || c.Redact.Rules != "" {
+		t.Fatalf("default: %+v %v, want on with the default rules", c.Redact, err)
+	}
+	if c, err = load(map[string]string{"HINDSIGHT_REDACT": "off"}); err != nil || !c.Redact.Off {
+		t.Fatalf("HINDSIGHT_REDACT=off: %+v %v", c.Redact, err)
+	}
+	if c, err = load(map[string]string{"HINDSIGHT_REDACT": "off"}, "--redact=on"); err != nil || c.Redact.Off {
+		t.Fatalf("--redact=on over the variable: %+v %v", c.Redact, err)
+	}
+	dir := t.TempDir()
+	good, bad := filepath.Join(dir, "good.toml"), filepath.Join(dir, "bad.toml")
+	if err := os.WriteFile(good, []byte("[[rules]]\nid = \"acme\"\nregex = '''acme_[a-z0-9]{20}'''\nkeywords = [\"acme_\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte("[[rules]]\nid = \"acme\"\nregex = '''acme_(['''\nkeywords = [\"acme_\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if c, err = load(nil, "--redact-rules", good); err != nil || c.Redact.Rules != good {
+		t.Fatalf("--redact-rules %s: %+v %v", good, c.Redact, err)
+	}
+	if _, err = load(map[string]string{"HINDSIGHT_REDACT_RULES": bad}); err == nil ||
+		!strings.Contains(err.Error(), "HINDSIGHT_REDACT_RULES") || !strings.Contains(err.Error(), "rule acme") {
+		t.Fatalf("a rules file with a bad expression: %v", err)
 	}
 }

@@ -210,7 +210,7 @@ func (s *Server) labelEvals(w http.ResponseWriter, r *http.Request, v *viewer) e
 			ids[i] = ss.ID
 		}
 		n = len(ids)
-		_, _, err = evals.Label(tx, v.user.ID, ids, patch, s.cfg.Now().UnixMilli())
+		_, _, err = evals.Label(tx, v.user.ID, ids, patch, s.cfg.Now().UnixMilli(), s.cfg.Redactor)
 		return err
 	})
 	if err != nil {
@@ -252,7 +252,7 @@ func (s *Server) sessionEval(w http.ResponseWriter, r *http.Request, v *viewer) 
 		return errBadRequest("Unknown action.")
 	}
 	err = s.cfg.Store.Commit(r.Context(), func(tx *kv.Tx) error {
-		_, _, err := evals.Label(tx, v.user.ID, []string{ss.ID}, patch, s.cfg.Now().UnixMilli())
+		_, _, err := evals.Label(tx, v.user.ID, []string{ss.ID}, patch, s.cfg.Now().UnixMilli(), s.cfg.Redactor)
 		return err
 	})
 	if err != nil {

@@ -46,6 +46,7 @@ import (
 	"github.com/hindsight-dev/hindsight/accounts"
 	"github.com/hindsight-dev/hindsight/kv"
 	"github.com/hindsight-dev/hindsight/ranking"
+	"github.com/hindsight-dev/hindsight/redact"
 )
 
 //go:embed templates/*.html
@@ -86,6 +87,8 @@ type Config struct {
 	// MinSemanticScore hides semantic results with a lower cosine
 	// similarity; 0 means 0.25.
 	MinSemanticScore float64
+	// Redactor redacts eval labels before they are stored (nil: none).
+	Redactor *redact.Redactor
 }
 
 // Server is the dashboard. Install registers its routes on a router that
@@ -170,6 +173,7 @@ func (s *Server) parsePages() (map[string]*template.Template, error) {
 		"isotime":     isoTime,
 		"status":      statusLabel,
 		"markdown":    renderMarkdown,
+		"redacted":    redactedText,
 		"join":        strings.Join,
 		"statusClass": func(st string) string { return "st-" + strings.ReplaceAll(st, "_", "-") },
 	}

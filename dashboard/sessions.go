@@ -294,13 +294,13 @@ func viewMessage(m kv.Message) messageView {
 		CompletionTokens: m.CompletionTokens, DurationMs: m.DurationMs}
 	hasText := slices.ContainsFunc(m.Parts, func(p kv.Part) bool { return p.Type == kv.PartText })
 	if !hasText && m.TextContent != nil && strings.TrimSpace(*m.TextContent) != "" {
-		mv.Blocks = append(mv.Blocks, block{Kind: "text", HTML: renderMarkdown(*m.TextContent)})
+		mv.Blocks = append(mv.Blocks, block{Kind: "text", HTML: markRedactions(renderMarkdown(*m.TextContent))})
 	}
 	for _, p := range m.Parts {
 		switch p.Type {
 		case kv.PartText:
 			if strings.TrimSpace(p.Content) != "" {
-				mv.Blocks = append(mv.Blocks, block{Kind: "text", HTML: renderMarkdown(p.Content)})
+				mv.Blocks = append(mv.Blocks, block{Kind: "text", HTML: markRedactions(renderMarkdown(p.Content))})
 			}
 		case kv.PartToolCall:
 			body, cut := truncateText(prettyJSON(p.Args), maxPartShown)

@@ -23,6 +23,9 @@ type usagePage struct {
 	ModelTokens   template.HTML
 	ModelCost     template.HTML
 	PeriodStartAt string
+	Redactions    []usage.Redaction
+	RedactedTotal int64
+	Redacting     bool // the server redacts writes
 }
 
 var dayChoices = []int{7, 30, 90, 365}
@@ -46,6 +49,10 @@ func (s *Server) usage(w http.ResponseWriter, r *http.Request, v *viewer) error 
 		return err
 	}
 	p.AllTime, p.Period, p.PerDay, p.PerModel = rep.All, rep.Period, rep.Days, rep.Models
+	p.Redactions, p.Redacting = rep.Redactions, s.cfg.Redactor != nil
+	for _, x := range rep.Redactions {
+		p.RedactedTotal += x.Count
+	}
 	p.PeriodStartAt = rep.Days[0].Day
 	labels := make([]string, days)
 	tokens, costs := make([]float64, days), make([]float64, days)

@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hindsight-dev/hindsight/kv"
+	"github.com/hindsight-dev/hindsight/redact"
 )
 
 // Statuses are the eval statuses, in the order pages offer them.
@@ -183,7 +184,25 @@ func sameEval(a, b kv.Eval) bool {
 // anything, and the caller's transaction rolls back. Labels are not session
 // content, so updatedAt, the session order and the index are left alone. It
 // returns the sessions as stored, in ids order, and how many changed.
-func Label(tx *kv.Tx, userID string, ids []string, p Patch, now int64) ([]kv.Session, int, error) {
+//
+// Notes and expected output are typed by people, who paste secrets as
+// readily into them as into a prompt: red (nil: none) redacts them before
+// they are stored, and what it removed is counted in tx when a session
+// changes.
+func Label(tx *kv.Tx, userID string, ids []string, p Patch, now int64, red *redact.Redactor) ([]kv.Session, int, error) {
+	var found redact.Counts
+	if red != nil {
+		for _, f := range []**string{&p.Notes, &p.ExpectedOutput} {
+			if *f == nil {
+				continue
+			}
+			out, c := red.String(**f)
+			if c != nil {
+				*f = &out
+				found.Add(c)
+			}
+		}
+	}
 	sessions := make([]kv.Session, 0, len(ids))
 	for _, id := range ids {
 		s, err := tx.Session(userID, id)
@@ -206,6 +225,11 @@ func Label(tx *kv.Tx, userID string, ids []string, p Patch, now int64) ([]kv.Ses
 		}
 		sessions[i] = stored
 		changed++
+	}
+	if changed > 0 && len(found) > 0 {
+		if err := tx.AddRedactions(userID, found); err != nil {
+			return nil, 0, err
+		}
 	}
 	return sessions, changed, nil
 }

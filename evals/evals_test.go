@@ -158,7 +158,7 @@ func TestLabel(t *testing.T) {
 		var n int
 		err := st.Commit(ctx, func(tx *kv.Tx) error {
 			var err error
-			out, n, err = evals.Label(tx, ann.ID, ids, p, 100)
+			out, n, err = evals.Label(tx, ann.ID, ids, p, 100, nil)
 			return err
 		})
 		return out, n, err

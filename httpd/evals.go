@@ -93,7 +93,7 @@ func (s *Server) labelSessions(w http.ResponseWriter, r *http.Request) error {
 	var labelled []kv.Session
 	err = s.cfg.Records.Commit(r.Context(), func(tx *kv.Tx) error {
 		var err error
-		labelled, updated, err = evals.Label(tx, uid, ids, p, now)
+		labelled, updated, err = evals.Label(tx, uid, ids, p, now, s.cfg.Redactor)
 		return err
 	})
 	var nf *evals.NotFoundError

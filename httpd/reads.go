@@ -185,9 +185,13 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) error {
 	}
 	st := api.Stats{SessionCount: rep.All.Sessions, MessageCount: rep.All.Messages, TotalTokens: rep.All.Tokens,
 		PromptTokens: rep.All.PromptTokens, CompletionTokens: rep.All.CompletionTokens, TotalCost: rep.All.Cost,
-		TotalDurationMs: rep.All.DurationMs, ModelUsage: make(map[string]api.ModelUsage, len(rep.Models))}
+		TotalDurationMs: rep.All.DurationMs, ModelUsage: make(map[string]api.ModelUsage, len(rep.Models)),
+		Redactions: make(map[string]int64, len(rep.Redactions))}
 	for _, m := range rep.Models {
 		st.ModelUsage[m.Name] = api.ModelUsage{Tokens: m.Tokens, Cost: m.Cost, Sessions: m.Sessions}
+	}
+	for _, x := range rep.Redactions {
+		st.Redactions[x.Rule] = x.Count
 	}
 	return writeJSON(w, http.StatusOK, st)
 }

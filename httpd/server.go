@@ -15,6 +15,7 @@ import (
 	"github.com/hindsight-dev/hindsight/ingest"
 	"github.com/hindsight-dev/hindsight/kv"
 	"github.com/hindsight-dev/hindsight/ranking"
+	"github.com/hindsight-dev/hindsight/redact"
 )
 
 // Authenticator maps a presented API key to its user id.
@@ -46,6 +47,9 @@ type Config struct {
 	Observe func(route, method string, status int, d time.Duration)
 	// Ready, when set, returns the reasons the service is not ready (none = ready).
 	Ready func(ctx context.Context) []string
+	// Redactor redacts eval labels before they are stored (nil: none); sync
+	// writes are redacted by Ingest.
+	Redactor *redact.Redactor
 }
 
 // Server is the REST API. Install registers its routes on a router that main owns.

@@ -27,6 +27,9 @@ type Options struct {
 	// Singles forces one request per message even when the server offers
 	// date-keeping batches.
 	Singles bool
+	// Redact, when set, is applied to every session as soon as it is read,
+	// before anything of it is compared or sent (Redaction).
+	Redact func(*Session)
 }
 
 func (o Options) withDefaults() Options {
@@ -175,6 +178,9 @@ func (u *uploader) session(ctx context.Context, it Item) error {
 	if len(s.Messages) == 0 {
 		u.record(func(sum *Summary) { sum.Sessions.Skipped++ })
 		return nil
+	}
+	if u.o.Redact != nil {
+		u.o.Redact(&s)
 	}
 	fail := func(what string, err error) error {
 		u.record(func(sum *Summary) {

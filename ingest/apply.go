@@ -9,15 +9,17 @@ import (
 
 	"github.com/hindsight-dev/hindsight/api"
 	"github.com/hindsight-dev/hindsight/kv"
+	"github.com/hindsight-dev/hindsight/redact"
 )
 
 // Service applies validated sync writes to the store. It is safe for
 // concurrent use; concurrent writes are group-committed by kv.
 type Service struct {
-	store   *kv.Store
-	now     func() time.Time
-	onWrite func()
-	exclude ProjectGlobs
+	store    *kv.Store
+	now      func() time.Time
+	onWrite  func()
+	exclude  ProjectGlobs
+	redactor *redact.Redactor // redact.go
 }
 
 // ExcludeProjects sets the projects whose sessions are dropped (see
@@ -89,6 +91,7 @@ func (c *Counts) add(o outcome) {
 // dropped (Result.Ignored).
 func (s *Service) Session(ctx context.Context, userID string, in SessionIn) (Result, error) {
 	var res Result
+	found := s.redactSession(&in)
 	err := s.store.CommitFirst(ctx, func(tx *kv.Tx) error {
 		a := s.applier(tx, userID, true)
 		a.live = true
@@ -100,6 +103,11 @@ func (s *Service) Session(ctx context.Context, userID string, in SessionIn) (Res
 			res = Result{Ignored: a.gone[in.ExternalID]}
 		} else {
 			res = Result{ID: st.s.ID}
+		}
+		var tally redactions
+		tally.stored(o, found)
+		if err := tally.save(tx, userID); err != nil {
+			return err
 		}
 		return a.flush()
 	})
@@ -114,6 +122,7 @@ func (s *Service) Session(ctx context.Context, userID string, in SessionIn) (Res
 // the message's service id, or why it was dropped (Result.Ignored).
 func (s *Service) Message(ctx context.Context, userID string, in MessageIn) (Result, error) {
 	var res Result
+	found := s.redactMessage(&in)
 	err := s.store.CommitFirst(ctx, func(tx *kv.Tx) error {
 		a := s.applier(tx, userID, true)
 		a.live = true
@@ -125,6 +134,11 @@ func (s *Service) Message(ctx context.Context, userID string, in MessageIn) (Res
 			res = Result{Ignored: a.gone[in.SessionExternalID]}
 		} else {
 			res = Result{ID: m.ID}
+		}
+		var tally redactions
+		tally.stored(o, found)
+		if err := tally.save(tx, userID); err != nil {
+			return err
 		}
 		return a.flush()
 	})
@@ -158,8 +172,10 @@ func (s *Service) Batch(ctx context.Context, userID string, b Batch) (BatchResul
 	if b.Live() {
 		commit = s.store.CommitFirst // ahead of bulk writes, as in the indexer
 	}
+	foundS, foundM := s.redactBatch(&b)
 	err := commit(ctx, func(tx *kv.Tx) error {
 		res = BatchResult{Ignored: []api.SyncIgnored{}} // Commit may run this function more than once
+		var found redactions
 		a := s.applier(tx, userID, b.KeepDates)
 		a.live = b.Live()
 		for i, in := range b.Sessions {
@@ -171,6 +187,7 @@ func (s *Service) Batch(ctx context.Context, userID string, b Batch) (BatchResul
 				res.Ignored = append(res.Ignored, api.SyncIgnored{Entry: b.entry("sessions", i), ExternalID: in.ExternalID, Reason: a.gone[in.ExternalID]})
 			}
 			res.Sessions.add(o)
+			found.stored(o, at(foundS, i))
 		}
 		for i, in := range b.Messages {
 			_, o, err := a.message(in)
@@ -181,6 +198,10 @@ func (s *Service) Batch(ctx context.Context, userID string, b Batch) (BatchResul
 				res.Ignored = append(res.Ignored, api.SyncIgnored{Entry: b.entry("messages", i), ExternalID: in.ExternalID, Reason: a.gone[in.SessionExternalID]})
 			}
 			res.Messages.add(o)
+			found.stored(o, at(foundM, i))
+		}
+		if err := found.save(tx, userID); err != nil {
+			return err
 		}
 		return a.flush()
 	})

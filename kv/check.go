@@ -33,7 +33,7 @@ func (s *Store) Check() error {
 				return nil
 			})
 		}
-		for _, b := range [][]byte{bucketSessions, bucketExternal, bucketOrder, bucketSessionNum, bucketMessages, bucketMsgExt, bucketOutbox, bucketOutboxChunks, bucketTombstones, bucketTombstoneOrder} {
+		for _, b := range [][]byte{bucketSessions, bucketExternal, bucketOrder, bucketSessionNum, bucketMessages, bucketMsgExt, bucketOutbox, bucketOutboxChunks, bucketTombstones, bucketTombstoneOrder, bucketRedactions} {
 			owned(b, IDLen)
 		}
 		counts := map[string]int64{}

@@ -49,7 +49,8 @@ var (
 )
 
 var allBuckets = [][]byte{bucketUsers, bucketUserNames, bucketKeys, bucketSessions, bucketExternal,
-	bucketOrder, bucketSessionNum, bucketMessages, bucketMsgExt, bucketOutbox, bucketOutboxChunks, bucketOutboxLive, bucketOutboxChunksLive, bucketPurge, bucketTombstones, bucketTombstoneOrder, bucketMeta, bucketWebSessions}
+	bucketOrder, bucketSessionNum, bucketMessages, bucketMsgExt, bucketOutbox, bucketOutboxChunks, bucketOutboxLive, bucketOutboxChunksLive, bucketPurge, bucketTombstones, bucketTombstoneOrder, bucketMeta, bucketWebSessions,
+	bucketRedactions}
 
 // Options configures Open.
 type Options struct {

@@ -29,6 +29,7 @@ import (
 	"github.com/hindsight-dev/hindsight/mcpd"
 	"github.com/hindsight-dev/hindsight/metrics"
 	"github.com/hindsight-dev/hindsight/ranking"
+	"github.com/hindsight-dev/hindsight/redact"
 	"github.com/hindsight-dev/hindsight/vectors"
 )
 
@@ -49,6 +50,8 @@ type Server struct {
 	API       *httpd.Server
 	Dashboard *dashboard.Server
 	Metrics   *metrics.Metrics
+	// Redactor redacts every write (nil when HINDSIGHT_REDACT=off).
+	Redactor *redact.Redactor
 
 	cfg      config.Config
 	handler  http.Handler
@@ -98,6 +101,10 @@ func OpenStore(dir string) (*kv.Store, error) {
 // New opens cfg.Data and wires every part. Nothing runs until Background
 // or Run; Close releases it all.
 func New(ctx context.Context, cfg config.Config, log zerolog.Logger) (*Server, error) {
+	red, err := NewRedactor(cfg.Redact)
+	if err != nil {
+		return nil, err
+	}
 	st, err := OpenStore(cfg.Data)
 	if err != nil {
 		return nil, err
@@ -113,11 +120,12 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger) (*Server, e
 		st.Close()
 		return nil, err
 	}
-	s := &Server{Store: st, Index: idx, Semantic: sem, cfg: cfg, log: log, needsRebuild: rebuild, timeouts: defaultTimeouts()}
+	s := &Server{Store: st, Index: idx, Semantic: sem, cfg: cfg, log: log, needsRebuild: rebuild, timeouts: defaultTimeouts(), Redactor: red}
 	s.rebuilding.Store(rebuild)
 	s.Accounts = accounts.New(st, nil)
 	s.Ingest = ingest.NewService(st, nil)
 	s.Ingest.ExcludeProjects(cfg.ExcludeProjects)
+	s.Ingest.Redact(red)
 	s.Metrics = metrics.New(s.metricSources())
 	var stages []ingest.Stage
 	var vs ranking.VectorSearcher
@@ -135,10 +143,10 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger) (*Server, e
 	s.API = httpd.New(httpd.Config{
 		Auth: s.Accounts, Ingest: s.Ingest, Records: st, Search: s.Search, Limits: cfg.Limits,
 		RatePerSecond: cfg.Rate, RateBurst: cfg.Burst, Logger: log,
-		Observe: s.Metrics.ObserveRequest, Ready: s.readiness,
+		Observe: s.Metrics.ObserveRequest, Ready: s.readiness, Redactor: red,
 	})
 	s.Dashboard, err = dashboard.New(dashboard.Config{Store: st, Accounts: s.Accounts, Search: s.Search, Deleter: s.Ingest, Logger: log,
-		Web: accounts.NewWeb(st, accounts.WebOptions{BcryptCost: cfg.BcryptCost})})
+		Web: accounts.NewWeb(st, accounts.WebOptions{BcryptCost: cfg.BcryptCost}), Redactor: red})
 	if err != nil {
 		s.Close(ctx)
 		return nil, err
@@ -154,6 +162,27 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger) (*Server, e
 	r.Handle("/mcp", s.API.Authenticated(mcpd.Handler(st, s.Search, httpd.UserID, log, Version)))
 	s.handler = s.API.Handler(r)
 	return s, nil
+}
+
+// NewRedactor builds the redactor c asks for: nil when redaction is off,
+// else the default rules and c.Rules' (an error names the variable).
+func NewRedactor(c config.Redact) (*redact.Redactor, error) {
+	if c.Off {
+		return nil, nil
+	}
+	var o redact.Options
+	if c.Rules != "" {
+		data, err := os.ReadFile(c.Rules)
+		if err != nil {
+			return nil, fmt.Errorf("HINDSIGHT_REDACT_RULES: %w", err)
+		}
+		o.ExtraRules, o.ExtraRulesName = data, c.Rules
+	}
+	r, err := redact.New(o)
+	if err != nil {
+		return nil, fmt.Errorf("HINDSIGHT_REDACT_RULES: %w", err)
+	}
+	return r, nil
 }
 
 // Handler answers the API, the dashboard and /metrics.
@@ -260,7 +289,11 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 		IdleTimeout:       s.timeouts.idle,
 		WriteTimeout:      s.timeouts.write,
 	}
-	stopAdmin, err := admin.Serve(s.cfg.Data, s.Store, s.Accounts, s.cfg.BcryptCost, s.log)
+	var red admin.Redacter
+	if s.Redactor != nil {
+		red = s.Ingest.RedactStored
+	}
+	stopAdmin, err := admin.Serve(s.cfg.Data, s.Store, s.Accounts, s.cfg.BcryptCost, red, s.log)
 	if err != nil {
 		// The API does not depend on it.
 		s.log.Warn().Err(err).Msg("admin socket unavailable: users/keys commands need the server stopped")

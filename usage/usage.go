@@ -1,6 +1,6 @@
 // Package usage sums a user's sessions into usage statistics: the totals of
 // GET /api/stats and the dashboard's Usage page, computed by one function so
-// the two cannot count differently. The numbers are what plugins reported on
+// the two cannot count differently, with the secrets redaction removed. The numbers are what plugins reported on
 // their sessions (service-spec.md, Statistics); message tokens never add to
 // them.
 package usage
@@ -51,12 +51,21 @@ type Day struct {
 	Sessions int64
 }
 
+// Redaction is how many secrets one rule removed from a user's writes.
+type Redaction struct {
+	Rule  string
+	Count int64
+}
+
 // Report is a user's usage.
 type Report struct {
 	All    Totals  // every session
 	Period Totals  // the sessions of the period (all of them without one)
 	Models []Model // per model over the period, most tokens first
 	Days   []Day   // per day of the period, oldest first; nil without one
+	// Redactions are the secrets redaction removed from the user's writes
+	// (syncs and eval labels) since the beginning, by rule, most first.
+	Redactions []Redaction
 }
 
 // Of sums the user's sessions. With days > 0 the period is the last days UTC
@@ -107,6 +116,12 @@ func Of(tx *kv.Tx, userID string, today time.Time, days int) (Report, error) {
 	}
 	slices.SortFunc(r.Models, func(a, b Model) int {
 		return cmp.Or(cmp.Compare(b.Tokens, a.Tokens), cmp.Compare(b.Cost, a.Cost), cmp.Compare(a.Name, b.Name))
+	})
+	for rule, n := range tx.Redactions(userID) {
+		r.Redactions = append(r.Redactions, Redaction{Rule: rule, Count: n})
+	}
+	slices.SortFunc(r.Redactions, func(a, b Redaction) int {
+		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Rule, b.Rule))
 	})
 	return r, nil
 }

@@ -28,13 +28,14 @@ const benchUsage = `bench relevance --dataset DIR [--modes fulltext,semantic,hyb
        bench load      [--sessions N | --grow 10000,30000,100000] [--messages M] [--concurrency C] [--users U]
                        [--store embedded|weaviate] [--text-index bleve|weaviate|both] [--out DIR] [--json]
        bench ingest    [--batch-messages N] [--batch-size N] [--singles N] [--concurrency C] [--seed S] [--json]
+       bench redact    [--datasets DIR] [--labels FILE] [--seed S] [--per-kind N] [--ingest-messages N] [--rounds R] [--out DIR] [--json]
 
 See bench/README.md: bring your own data, what each metric means, comparing two commits.`
 
 func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, "Usage: hindsight "+benchUsage)
-		return &usageError{"bench needs a subcommand: relevance, load or ingest"}
+		return &usageError{"bench needs a subcommand: relevance, load, ingest or redact"}
 	}
 	// The semantic settings (model directory, OpenAI key, WEAVIATE_URL...)
 	// come from the environment, as for serve.
@@ -46,6 +47,12 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 		return runner.Ingest(ctx, c, stdout, stderr)
+	case "redact":
+		c, err := parseBenchRedact(args[1:], stderr)
+		if err != nil {
+			return err
+		}
+		return runner.Redact(ctx, c, stdout, stderr)
 	case "relevance":
 		c, err := parseBenchRelevance(args[1:], &cfg, stderr)
 		if err != nil {
@@ -60,7 +67,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return runner.Load(ctx, cfg, c, stdout, stderr)
 	}
 	fmt.Fprintln(stderr, "Usage: hindsight "+benchUsage)
-	return &usageError{fmt.Sprintf("unknown bench %q (relevance, load or ingest)", args[0])}
+	return &usageError{fmt.Sprintf("unknown bench %q (relevance, load, ingest or redact)", args[0])}
 }
 
 func parseBenchRelevance(args []string, cfg *config.Config, stderr io.Writer) (runner.RelevanceConfig, error) {
@@ -205,4 +212,32 @@ func parseBenchIngest(args []string, stderr io.Writer) (runner.IngestConfig, err
 	fs.StringVar(&c.Dir, "dir", "", "scratch directory on the disk to measure (default: a temp dir)")
 	_, err := parse(fs, args)
 	return c, err
+}
+
+func parseBenchRedact(args []string, stderr io.Writer) (runner.RedactConfig, error) {
+	c := runner.RedactConfig{Command: runner.CommandLine(append([]string{"hindsight", "bench", "redact"}, args...))}
+	fs := newFlags("bench redact", benchUsage, stderr)
+	datasets := "../shared/datasets"
+	if d, ok := os.LookupEnv("HINDSIGHT_DATASETS"); ok && d != "" {
+		datasets = d
+	}
+	fs.StringVar(&c.Datasets, "datasets", datasets, "directory holding coding-sessions, cosqa-dev and scifact-train (the clean corpora) and transcripts (held out) (env HINDSIGHT_DATASETS)")
+	fs.StringVar(&c.Labels, "labels", "bench/testdata/redact/clean-labels.tsv", "findings in the clean corpora that are credentials they really hold (corpus, sha256, label, note; tab-separated)")
+	fs.Uint64Var(&c.Seed, "seed", 1, "seed of the generated secret corpus")
+	fs.IntVar(&c.PerKind, "per-kind", 20, "generated samples per kind of secret")
+	fs.IntVar(&c.IngestMessages, "ingest-messages", 50_000, "messages in each batch-ingest run")
+	fs.IntVar(&c.Rounds, "rounds", 2, "batch-ingest runs with redaction off and with it on, alternated")
+	fs.StringVar(&c.Out, "out", "", "directory for report.md and result.json")
+	fs.BoolVar(&c.JSON, "json", false, "print only the JSON result")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return c, err
+	}
+	if len(pos) > 0 {
+		return c, &usageError{fmt.Sprintf("bench redact takes no arguments, got %q", pos)}
+	}
+	if c.PerKind < 1 || c.Rounds < 1 || c.IngestMessages < 500 {
+		return c, &usageError{"--per-kind and --rounds must be at least 1, --ingest-messages at least 500"}
+	}
+	return c, nil
 }

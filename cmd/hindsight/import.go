@@ -18,6 +18,8 @@ import (
 
 	"github.com/hindsight-dev/hindsight/config"
 	"github.com/hindsight-dev/hindsight/importer"
+	"github.com/hindsight-dev/hindsight/redact"
+	"github.com/hindsight-dev/hindsight/server"
 )
 
 const importUsage = `import claude-code [DIR] [flags]   DIR defaults to ~/.claude/projects
@@ -55,6 +57,7 @@ func parseImport(args []string, stderr io.Writer) (importConfig, error) {
 	fs.BoolVar(&c.Quiet, "quiet", false, "no progress bar")
 	ld := config.NewLoader(fs, os.LookupEnv)
 	ld.Client(&c.Config)
+	ld.Redact(&c.Config)
 	pos, err := parse(fs, args[1:])
 	if err != nil {
 		return c, err
@@ -124,9 +127,18 @@ func cmdImport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if c.Quiet {
 		opts.Progress = nil
 	}
+	red, err := server.NewRedactor(c.Redact)
+	if err != nil {
+		return err
+	}
+	found := func() redact.Counts { return nil }
+	if red != nil {
+		opts.Redact, found = importer.Redaction(red)
+	}
 	sum, err := importer.Upload(ctx, client, items, opts)
 	if sum != nil {
 		printImportSummary(stdout, sum)
+		fmt.Fprintln(stdout, redactionSummary(found(), red != nil))
 	}
 	if err != nil {
 		if importer.Unauthorized(err) {

@@ -23,6 +23,7 @@ Usage:
   hindsight reembed [--data DIR] [--embedder E]                         (re)build all vectors for the configured embedder (server stopped)
   hindsight backup --out FILE [--data DIR]                              hot backup of the records (works while serving)
   hindsight restore FILE --data DIR                                     restore a backup into an empty directory
+  hindsight redact [--data DIR] [--dry-run]                              redact secrets in stored sessions (works while serving)
   hindsight bench  relevance|load|ingest [flags]                        benchmarks (see: hindsight bench)
   hindsight import claude-code|opencode [DIR] [--server URL] [--key KEY] upload local history, keeping its dates
   hindsight mcp    (env HINDSIGHT_URL, HINDSIGHT_API_KEY)               MCP server on stdin/stdout for coding assistants
@@ -67,6 +68,8 @@ func dispatch(ctx context.Context, cmd string, rest []string, stdout, stderr io.
 		return cmdBackup(ctx, rest, stdout, stderr)
 	case "restore":
 		return cmdRestore(ctx, rest, stdout, stderr)
+	case "redact":
+		return cmdRedact(ctx, rest, stdout, stderr)
 	case "mcp":
 		return cmdMCP(ctx, rest, stdout, stderr)
 	case "healthcheck":
