@@ -14,10 +14,11 @@ import (
 // API takes.
 type Session struct {
 	ExternalID       string
-	Source           string // claude-code, opencode
+	Source           string // the Agent's Source: claude-code, codex-cli, opencode, ...
 	Title            string
 	ProjectPath      string
 	ProjectName      string
+	GitBranch        string // the branch checked out when the session started; "" if unknown
 	Model            string
 	Provider         string
 	PromptTokens     int64
@@ -38,6 +39,20 @@ type Message struct {
 	CompletionTokens *int64
 	DurationMs       *int64
 	CreatedAt        time.Time // zero if unknown
+	// SubAgent marks a message a sub-agent wrote inside the session (Claude
+	// Code's Task agents, Gemini's sub-agents); nil for the session's own.
+	SubAgent *SubAgent
+}
+
+// SubAgent names the sub-agent a message comes from. It travels as a part
+// of type "subagent" appended to the message's parts ({"type":"subagent",
+// "agentId", "agentType", "description"}): the server stores and returns it
+// as sent, and a part of that type is never searchable, so the message's
+// text stays searchable exactly as if the session had written it.
+type SubAgent struct {
+	ID          string `json:"agentId,omitempty"`     // the assistant's id for the agent run
+	Type        string `json:"agentType,omitempty"`   // e.g. Explore, general-purpose
+	Description string `json:"description,omitempty"` // the task the session gave it
 }
 
 // Part is a message part as the sync API takes it. Text and tool-result parts
@@ -56,6 +71,7 @@ const (
 	PartToolCall   = "tool-call"
 	PartToolResult = "tool-result"
 	PartThinking   = "thinking"
+	PartSubAgent   = "subagent" // the mark of a sub-agent's message (SubAgent)
 )
 
 // Text returns the message's text parts joined by blank lines: what the
@@ -68,6 +84,17 @@ func (m Message) Text() string {
 		}
 	}
 	return strings.Join(parts, "\n\n")
+}
+
+// toolResults counts the message's tool-result parts.
+func (m Message) toolResults() int {
+	n := 0
+	for _, p := range m.Parts {
+		if p.Type == PartToolResult {
+			n++
+		}
+	}
+	return n
 }
 
 // Problem is malformed input that was reported and skipped.
