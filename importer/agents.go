@@ -27,6 +27,7 @@ type Agent struct {
 func Agents() []Agent {
 	return []Agent{
 		{Name: "claude-code", Source: SourceClaudeCode, Roots: claudeCodeRoots, Read: ClaudeCode},
+		{Name: "codex", Source: SourceCodex, Roots: codexRoots, Read: Codex},
 		{Name: "opencode", Source: SourceOpenCode, Roots: openCodeRoots, Read: OpenCode},
 	}
 }
@@ -54,4 +55,13 @@ func openCodeRoots(home, _ string, getenv func(string) string) []string {
 		return []string{filepath.Join(d, "opencode"), filepath.Join(home, ".local", "share", "opencode")}
 	}
 	return []string{filepath.Join(home, ".local", "share", "opencode")}
+}
+
+// codexRoots: Codex CLI keeps $CODEX_HOME, ~/.codex by default, on every
+// system (%USERPROFILE%\.codex on Windows).
+func codexRoots(home, _ string, getenv func(string) string) []string {
+	if d := getenv("CODEX_HOME"); d != "" {
+		return []string{d}
+	}
+	return []string{filepath.Join(home, ".codex")}
 }

@@ -129,10 +129,15 @@ const DefaultMaxPartBytes = 256 << 10
 // truncate cuts s to at most max bytes on a UTF-8 boundary and says how much
 // was cut, so a huge tool output still imports.
 func truncate(s string, max int) string {
-	if max <= 0 || len(s) <= max {
+	return truncateSized(s, max, int64(len(s)))
+}
+
+// truncateSized is truncate for s, the start of a text of size bytes.
+func truncateSized(s string, max int, size int64) string {
+	if max <= 0 || int64(len(s)) >= size && len(s) <= max {
 		return s
 	}
-	note := fmt.Sprintf("\n[... cut by hindsight import; the original has %d bytes]", len(s))
+	note := fmt.Sprintf("\n[... cut by hindsight import; the original has %d bytes]", size)
 	cut := max - len(note)
 	if cut < 0 {
 		cut = 0

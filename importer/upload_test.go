@@ -126,7 +126,7 @@ func TestImportStopsWhenServerUnreachable(t *testing.T) {
 	for i := range 5 {
 		p := filepath.Join(dir, fmt.Sprintf("s%d.jsonl", i))
 		os.WriteFile(p, []byte(`{"type":"user","uuid":"u","timestamp":"2025-01-01T00:00:00Z","message":{"content":"hi"}}`+"\n"), 0o644)
-		items = append(items, Item{Path: p, read: func() (Session, []Problem, error) { return readClaudeCode(p, 1000) }})
+		items = append(items, Item{Path: p, read: func() (Session, []Problem, error) { return readClaudeCodeFile(p, 1000) }})
 	}
 	c := testClient(live.URL, &waits)
 	sum, err := Upload(context.Background(), c, items, Options{Concurrency: 1, Singles: true})
