@@ -444,7 +444,7 @@ func (r *ccReader) user(n int, l ccLine, at time.Time) {
 				}
 			}
 		case "image":
-			texts = append(texts, "[image]")
+			texts, typed = append(texts, "[image]"), append(typed, "[image]")
 		case "tool_result":
 			r.toolResult(n, l, b, at)
 		}
