@@ -28,6 +28,8 @@ func Agents() []Agent {
 	return []Agent{
 		{Name: "claude-code", Source: SourceClaudeCode, Roots: claudeCodeRoots, Read: ClaudeCode},
 		{Name: "codex", Source: SourceCodex, Roots: codexRoots, Read: Codex},
+		{Name: "gemini", Source: SourceGemini, Roots: homeDir(".gemini"), Read: Gemini},
+		{Name: "qwen", Source: SourceQwen, Roots: homeDir(".qwen"), Read: Qwen},
 		{Name: "opencode", Source: SourceOpenCode, Roots: openCodeRoots, Read: OpenCode},
 	}
 }
@@ -64,4 +66,13 @@ func codexRoots(home, _ string, getenv func(string) string) []string {
 		return []string{d}
 	}
 	return []string{filepath.Join(home, ".codex")}
+}
+
+// homeDir is the roots of an assistant that keeps its history in one
+// directory under the home directory on every system (Gemini CLI's ~/.gemini,
+// Qwen Code's ~/.qwen; %USERPROFILE%\.gemini on Windows).
+func homeDir(name string) func(home, goos string, getenv func(string) string) []string {
+	return func(home, _ string, _ func(string) string) []string {
+		return []string{filepath.Join(home, name)}
+	}
 }

@@ -3,7 +3,6 @@ package importer
 import (
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 	"unicode/utf16"
@@ -188,12 +187,18 @@ func Title(prompt string) string {
 	return string(utf16.Decode(trimmed))
 }
 
-// projectName is the last element of a project path, as the plugins send it.
+// projectName is the last element of a project path, as the plugins send it
+// (path.basename on the system the assistant ran on: a Windows path splits
+// at backslashes wherever it is imported).
 func projectName(path string) string {
+	path = strings.TrimRight(path, `/\`)
 	if path == "" {
 		return ""
 	}
-	return filepath.Base(filepath.Clean(path))
+	if i := strings.LastIndexAny(path, `/\`); i >= 0 {
+		return path[i+1:]
+	}
+	return path
 }
 
 func ptr[T any](v T) *T { return &v }
