@@ -45,8 +45,12 @@ func AgentNamed(name string) (Agent, bool) {
 }
 
 // claudeCodeRoots: Claude Code keeps ~/.claude/projects on every system
-// (%USERPROFILE%\.claude\projects on Windows).
-func claudeCodeRoots(home, _ string, _ func(string) string) []string {
+// (%USERPROFILE%\.claude\projects on Windows), or projects/ in
+// $CLAUDE_CONFIG_DIR when that is set.
+func claudeCodeRoots(home, _ string, getenv func(string) string) []string {
+	if d := getenv("CLAUDE_CONFIG_DIR"); d != "" {
+		return []string{filepath.Join(d, "projects"), filepath.Join(home, ".claude", "projects")}
+	}
 	return []string{filepath.Join(home, ".claude", "projects")}
 }
 

@@ -169,6 +169,7 @@ type importedPart struct {
 	Text     string
 	ToolName string
 	Args     string
+	AgentID  string // a sub-agent mark's
 }
 
 // importedSessions returns every session of the key's user, with messages, by
@@ -250,9 +251,9 @@ func TestImportClaudeCode(t *testing.T) {
 	}
 	t.Logf("first import took %s:\n%s", time.Since(start).Round(time.Millisecond), out)
 	importMustContain(t, "summary", out,
-		"Found 5 claude-code sessions", // the agent-*.jsonl subagent transcript is not a session
+		"Found 5 claude-code sessions", // the agent-*.jsonl sub-agent transcript belongs to the shop session
 		"sessions: 4 imported, 0 updated, 0 unchanged, 1 skipped (nothing to import), 0 failed",
-		"messages: 2011 imported, 0 unchanged, 0 failed",
+		"messages: 2012 imported, 0 unchanged, 0 failed",
 		"skipped malformed input (1):",
 		"5f0c3a9e-1111-4222-8333-444455556666.jsonl:6: skipped: not a transcript line",
 	)
@@ -268,7 +269,7 @@ func TestImportClaudeCode(t *testing.T) {
 		Title:       "The checkout page redirects to /login in a loop after the session cookie...",
 		ProjectPath: "/home/dev/shop", ProjectName: "shop", Model: "claude-sonnet-4-20250514",
 		PromptTokens: 27 + 2150 + 6100, CompletionTokens: 205, Cost: shop.Cost, DurationMs: 256661,
-		MessageCount: 6, CreatedAt: isoMillis("2025-03-14T09:26:53.589Z"), UpdatedAt: isoMillis("2025-03-14T09:31:10.250Z"),
+		MessageCount: 7, CreatedAt: isoMillis("2025-03-14T09:26:53.589Z"), UpdatedAt: isoMillis("2025-03-14T09:31:10.250Z"),
 		Messages: shop.Messages,
 	}
 	if asJSON(shop) != asJSON(wantShop) {
@@ -287,6 +288,8 @@ func TestImportClaudeCode(t *testing.T) {
 		{"a-1", "assistant", "2025-03-14T09:26:58.000Z", "thinking,text"},
 		{"toolu_01A", "assistant", "2025-03-14T09:27:01.000Z", "tool-call,tool-result"},
 		{"a-3", "assistant", "2025-03-14T09:27:30.000Z", "text"},
+		// The sub-agent's prompt, from agent-0a1b2c3d.jsonl, marked as its.
+		{"5f0c3a9e-1111-4222-8333-444455556666-user-sa-u", "user", "2025-03-14T09:28:00.000Z", "text,subagent"},
 		{"5f0c3a9e-1111-4222-8333-444455556666-user-u-4", "user", "2025-03-14T09:30:00.000Z", "text"},
 		{"a-4", "assistant", "2025-03-14T09:31:10.250Z", "text"},
 	}
@@ -303,6 +306,9 @@ func TestImportClaudeCode(t *testing.T) {
 			t.Errorf("message %d = %s %s %d [%s], want %s %s %d [%s]", i, m.ExternalID, m.Role, m.CreatedAt,
 				strings.Join(types, ","), w.id, w.role, isoMillis(w.at), w.parts)
 		}
+	}
+	if sub := shop.Messages[4].Parts; len(sub) != 2 || sub[1].Type != "subagent" || sub[1].AgentID != "0a1b2c3d" {
+		t.Errorf("sub-agent mark = %+v", sub)
 	}
 	if call := shop.Messages[2].Parts; len(call) == 2 && (call[0].ToolName != "Grep" || call[0].Args != `{"pattern":"redirect\\(","path":"src/middleware"}` ||
 		!strings.Contains(call[1].Content, "auth.ts:41")) {
@@ -362,7 +368,7 @@ func TestImportClaudeCode(t *testing.T) {
 	}
 	importMustContain(t, "re-import summary", out,
 		"sessions: 0 imported, 0 updated, 4 unchanged, 1 skipped (nothing to import), 0 failed",
-		"messages: 0 imported, 2011 unchanged, 0 failed")
+		"messages: 0 imported, 2012 unchanged, 0 failed")
 	again := ta.importedSessions(key)
 	for id, s := range ss {
 		if asJSON(again[id]) != asJSON(s) {
@@ -469,13 +475,13 @@ func testImportResumes(t *testing.T, mode string) {
 	}
 	importMustContain(t, "summary", out,
 		"sessions: 1 imported, 1 updated, 0 unchanged, 1 skipped (nothing to import), 0 failed",
-		"messages: 6 imported, 2 unchanged, 0 failed")
+		"messages: 7 imported, 2 unchanged, 0 failed")
 	s := ta.importedSessions(key)[sid]
 	var ids []string
 	for _, m := range s.Messages {
 		ids = append(ids, m.ExternalID)
 	}
-	if got := strings.Join(ids, " "); got != sid+"-user-1741944413589 a-1 toolu_01A a-3 "+sid+"-user-u-4 a-4" {
+	if got := strings.Join(ids, " "); got != sid+"-user-1741944413589 a-1 toolu_01A a-3 "+sid+"-user-sa-u "+sid+"-user-u-4 a-4" {
 		t.Errorf("messages after import: %s", got)
 	}
 	if s.Title != "The checkout page redirects to /login in a loop after the session cookie..." || s.PromptTokens != 8277 {
@@ -573,14 +579,14 @@ func TestImportRetriesAndReportsFailures(t *testing.T) {
 	importMustContain(t, "summary", out,
 		"(one request per message)",
 		"sessions: 1 imported, 0 updated, 0 unchanged, 1 skipped (nothing to import), 1 failed",
-		"messages: 7 imported, 0 unchanged, 1 failed",
+		"messages: 8 imported, 0 unchanged, 1 failed",
 		"failed (1):",
 		"5f0c3a9e-1111-4222-8333-444455556666 (", "message a-3 refused: 400 Bad Request: this test refuses it")
 	if f.retried != 2 {
 		t.Errorf("%d 503s served, want 2 (retried)", f.retried)
 	}
 	s := ta.importedSessions(key)["5f0c3a9e-1111-4222-8333-444455556666"]
-	if len(s.Messages) != 5 || s.Messages[1].ExternalID != "a-1" {
+	if len(s.Messages) != 6 || s.Messages[1].ExternalID != "a-1" {
 		t.Errorf("after the failed run: %d messages %v", len(s.Messages), s.Messages)
 	}
 
@@ -589,9 +595,9 @@ func TestImportRetriesAndReportsFailures(t *testing.T) {
 		t.Fatalf("second run: %v\n%s\n%s", err, out, errOut)
 	}
 	importMustContain(t, "second run", out,
-		"sessions: 0 imported, 1 updated, 1 unchanged", "messages: 1 imported, 7 unchanged, 0 failed")
+		"sessions: 0 imported, 1 updated, 1 unchanged", "messages: 1 imported, 8 unchanged, 0 failed")
 	s = ta.importedSessions(key)["5f0c3a9e-1111-4222-8333-444455556666"]
-	if len(s.Messages) != 6 || s.Messages[5].ExternalID != "a-3" || s.Messages[5].CreatedAt != isoMillis("2025-03-14T09:27:30.000Z") {
+	if len(s.Messages) != 7 || s.Messages[6].ExternalID != "a-3" || s.Messages[6].CreatedAt != isoMillis("2025-03-14T09:27:30.000Z") {
 		t.Errorf("after the second run: %v", s.Messages)
 	}
 }
