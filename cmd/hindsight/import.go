@@ -23,7 +23,7 @@ import (
 
 // importConfig is what import reads from flags and the environment.
 type importConfig struct {
-	config.Config // ServerURL, APIKey (a secret: never printed)
+	config.Config        // ServerURL, APIKey (a secret: never printed)
 	Agent         string // "" = every agent found under the home directory
 	Dir           string // the agent's history; "" = its default
 	Concurrency   int
