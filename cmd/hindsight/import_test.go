@@ -679,7 +679,9 @@ func TestImportIncremental(t *testing.T) {
 	if len(x.Messages) != 4 || x.Source != "codex-cli" || x.Messages[3].ExternalID != rid+"-L6" || x.ProjectPath != "/home/ivy/api" {
 		t.Errorf("codex session after the append: %v", x)
 	}
-	var branches struct{ Sessions []struct{ ExternalID, GitBranch string } }
+	var branches struct {
+		Sessions []struct{ ExternalID, GitBranch string }
+	}
 	apiGet(t, ta.srv.URL, key, "/api/sessions", &branches)
 	for _, s := range branches.Sessions {
 		if want := map[string]string{sid: "main", rid: "feat/x"}[s.ExternalID]; s.GitBranch != want {
