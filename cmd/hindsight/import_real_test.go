@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/hindsight-dev/hindsight/bench"
 )
 
 // The real-transcripts harness: every importer runs on the real files of
@@ -32,24 +34,25 @@ import (
 // agent name, the dataset directory (manifest.tsv's first column), a
 // function computing the expected sessions from the rebuilt files, and
 // optionally a file to break and where each file goes under $HOME (default:
-// its manifest path; give place when files of different repositories would
-// collide, as Aider's .aider.chat.history.md at each repository's root do).
+// its manifest path; give place: bench.RepoPlace when files of different
+// repositories would collide, as Aider's .aider.chat.history.md at each
+// repository's root do).
 // The expectation gets the rebuilt files and returns, per session external
 // id, the number of messages of each role.
 
 // realFile is one manifest row and where the test put the file.
 type realFile struct {
-	Agent, Name, Repo, Path string // manifest columns: agent, file, repo, path
-	Abs                     string // the rebuilt file under the test's $HOME
+	bench.TranscriptFile
+	Abs string // the rebuilt file under the test's $HOME
 }
 
 // roleCounts counts a session's messages by role.
 type roleCounts map[string]int
 
 type realAgent struct {
-	name  string // hindsight import <name>
-	dir   string // the dataset directory, manifest.tsv's agent column
-	place func(f realFile) string
+	name  string                            // hindsight import <name>
+	dir   string                            // the dataset directory, manifest.tsv's agent column
+	place func(bench.TranscriptFile) string // nil: the manifest path; bench.RepoPlace when paths collide
 	// malformed names (manifest file column) a JSONL file into whose middle
 	// the test inserts a line that is not JSON.
 	malformed string
@@ -97,43 +100,40 @@ func transcriptsDir(t *testing.T) string {
 // its middle; its path and line number are returned.
 func rebuildHome(t *testing.T, src, home string, a realAgent) (files []realFile, brokenPath string, brokenLine int) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(src, "manifest.tsv"))
+	all, err := bench.ReadTranscripts(src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		col := strings.Split(line, "\t")
-		if len(col) < 4 || col[0] != a.dir {
+	var rows []bench.TranscriptFile
+	for _, f := range all {
+		if f.Agent == a.dir {
+			rows = append(rows, f)
+		}
+	}
+	if len(rows) == 0 {
+		t.Fatalf("manifest.tsv lists no %s files", a.dir)
+	}
+	paths, err := bench.RebuildTranscripts(src, home, rows, a.place)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range rows {
+		files = append(files, realFile{TranscriptFile: f, Abs: paths[i]})
+		if f.Name != a.malformed {
 			continue
 		}
-		f := realFile{Agent: col[0], Name: col[1], Repo: col[2], Path: col[3]}
-		rel := f.Path
-		if a.place != nil {
-			rel = a.place(f)
-		}
-		f.Abs = filepath.Join(home, filepath.FromSlash(rel))
-		data, err := os.ReadFile(filepath.Join(src, f.Agent, f.Name))
+		data, err := os.ReadFile(paths[i])
 		if err != nil {
 			t.Fatal(err)
 		}
-		if f.Name == a.malformed {
-			lines := bytes.SplitAfter(data, []byte("\n"))
-			brokenLine = len(lines)/2 + 1
-			broken := append([][]byte{}, lines[:brokenLine-1]...)
-			broken = append(broken, []byte(`{"type":"user","message":{"content":"cut off by the test`+"\n"))
-			data = bytes.Join(append(broken, lines[brokenLine-1:]...), nil)
-			brokenPath = f.Abs
-		}
-		if err := os.MkdirAll(filepath.Dir(f.Abs), 0o755); err != nil {
+		lines := bytes.SplitAfter(data, []byte("\n"))
+		brokenLine = len(lines)/2 + 1
+		broken := append([][]byte{}, lines[:brokenLine-1]...)
+		broken = append(broken, []byte(`{"type":"user","message":{"content":"cut off by the test`+"\n"))
+		if err := os.WriteFile(paths[i], bytes.Join(append(broken, lines[brokenLine-1:]...), nil), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(f.Abs, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, f)
-	}
-	if len(files) == 0 {
-		t.Fatalf("manifest.tsv lists no %s files", a.dir)
+		brokenPath = paths[i]
 	}
 	if a.malformed != "" && brokenPath == "" {
 		t.Fatalf("manifest.tsv has no %s to break", a.malformed)
