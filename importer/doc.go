@@ -15,9 +15,10 @@
 //
 // The readers produce the payloads the assistants' own sync plugins send, with
 // the same external ids where the plugin's are stable (Claude Code: session
-// id, assistant messages by transcript uuid, tool calls by tool_use id; Codex:
-// the session id codex-sync's docs imply; opencode: session and message ids),
-// so importing after live sync does not duplicate. Where an assistant gives a
+// id, assistant messages by transcript uuid, tool calls by tool_use id;
+// opencode: session and message ids), so importing after live sync does not
+// duplicate. Codex sessions keep Codex's own session id (codex-sync, its
+// plugin, is not published; its documentation names no id scheme). Where an assistant gives a
 // message no id, a reader names it by its file and line: stable while the
 // file only grows.
 //
