@@ -38,7 +38,7 @@ type ImportRun struct {
 	ImportMBps       float64 `json:"import_mb_per_s"`
 	ImportSessionsPS float64 `json:"import_sessions_per_s"`
 	ImportMessagesPS float64 `json:"import_messages_per_s"`
-	PeakRSSBytes     int64   `json:"import_peak_rss_bytes"` // the import process's, from the kernel (0: not measured)
+	PeakRSSBytes     int64   `json:"import_peak_rss_bytes"` // the import process's high-water mark, VmHWM (0: not measured)
 	Note             string  `json:"note,omitempty"`
 }
 
@@ -124,7 +124,7 @@ as a process of its own against a server in the bench process. **read** reads th
 only (the page cache's ceiling, same run); **parse** is the importer's readers alone, in the bench
 process, every session read once and nothing sent; **import** is the whole command, to the last
 acknowledged write, through the server's date-keeping batches; its peak RSS is the import
-process's high-water mark as the kernel counts it (getrusage). Each phase starts once the server
+process's high-water mark as the kernel counts it (VmHWM, read every 20 ms while it runs). Each phase starts once the server
 has indexed what came before. Ratios are against the column before, measured in the same run;
 MB per CPU-second (the bench process's CPU time while parsing, the import process's own) is
 steadier than wall time when other work shares the cores. The real transcripts are small (a few MB per agent), so their

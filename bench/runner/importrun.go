@@ -240,12 +240,16 @@ func measureImport(ctx context.Context, c ImportConfig, client *bench.Client, id
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	start = time.Now()
-	err = cmd.Run()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("hindsight import %s: %w", run.Agent, err)
+	}
+	peak := bench.WatchPeakRSS(cmd.Process.Pid)
+	err = cmd.Wait()
 	took = time.Since(start).Seconds()
+	run.PeakRSSBytes = peak()
 	if err != nil {
 		return fmt.Errorf("hindsight import %s: %v\n%s\n%s", run.Agent, err, out.String(), errOut.String())
 	}
-	run.PeakRSSBytes = bench.PeakRSS(cmd.ProcessState)
 	run.ImportCPUSeconds = (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
 	m := importedRe.FindStringSubmatch(out.String())
 	if m == nil {

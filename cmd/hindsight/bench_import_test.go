@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -45,7 +46,7 @@ func TestBenchImport(t *testing.T) {
 		if r.Sessions == 0 || r.Messages == 0 || r.Bytes == 0 || r.ParseMBps <= 0 || r.ImportMBps <= 0 || r.ImportSeconds <= 0 {
 			t.Errorf("run %+v lacks a measurement", r)
 		}
-		if r.PeakRSSBytes <= 0 || r.PeakRSSBytes > 4<<30 {
+		if runtime.GOOS == "linux" && (r.PeakRSSBytes <= 0 || r.PeakRSSBytes > 4<<30) { // read from /proc
 			t.Errorf("%s %s: peak RSS %d bytes is not a measurement", r.Kind, r.Agent, r.PeakRSSBytes)
 		}
 	}
