@@ -615,7 +615,8 @@ func runSettings(s map[string]string) map[string]string {
 }
 
 // gitHead returns the commit the working directory's git checkout is at,
-// read from .git (no git command runs), or "".
+// read from .git (no git command runs), or "". A worktree's .git is a file
+// naming its git directory, whose commondir holds the shared refs.
 func gitHead() string {
 	dir, err := os.Getwd()
 	if err != nil {
@@ -623,15 +624,26 @@ func gitHead() string {
 	}
 	for ; ; dir = filepath.Dir(dir) {
 		git := filepath.Join(dir, ".git")
+		common := git
+		if b, err := os.ReadFile(git); err == nil { // a worktree
+			if gd, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: "); ok {
+				git, common = gd, gd
+				if c, err := os.ReadFile(filepath.Join(gd, "commondir")); err == nil {
+					common = filepath.Join(gd, strings.TrimSpace(string(c)))
+				}
+			}
+		}
 		if head, err := os.ReadFile(filepath.Join(git, "HEAD")); err == nil {
 			ref, ok := strings.CutPrefix(strings.TrimSpace(string(head)), "ref: ")
 			if !ok {
 				return ref // detached: HEAD holds the hash
 			}
-			if b, err := os.ReadFile(filepath.Join(git, filepath.FromSlash(ref))); err == nil {
-				return strings.TrimSpace(string(b))
+			for _, d := range []string{git, common} {
+				if b, err := os.ReadFile(filepath.Join(d, filepath.FromSlash(ref))); err == nil {
+					return strings.TrimSpace(string(b))
+				}
 			}
-			packed, _ := os.ReadFile(filepath.Join(git, "packed-refs"))
+			packed, _ := os.ReadFile(filepath.Join(common, "packed-refs"))
 			for _, line := range strings.Split(string(packed), "\n") {
 				if hash, name, ok := strings.Cut(line, " "); ok && name == ref {
 					return hash
