@@ -22,6 +22,7 @@ type SyncSession struct {
 	Provider         *string  `json:"provider,omitempty"`
 	ProjectPath      *string  `json:"projectPath,omitempty"`
 	ProjectName      *string  `json:"projectName,omitempty"`
+	GitBranch        *string  `json:"gitBranch,omitempty"` // the branch checked out in the project (importers, droid-sync)
 	PromptTokens     *float64 `json:"promptTokens,omitempty"`
 	CompletionTokens *float64 `json:"completionTokens,omitempty"`
 	TotalTokens      *float64 `json:"totalTokens,omitempty"`
@@ -145,6 +146,7 @@ type Session struct {
 	Title            string   `json:"title,omitempty"`
 	ProjectPath      string   `json:"projectPath,omitempty"`
 	ProjectName      string   `json:"projectName,omitempty"`
+	GitBranch        string   `json:"gitBranch,omitempty"`
 	Model            string   `json:"model,omitempty"`
 	Provider         string   `json:"provider,omitempty"`
 	PromptTokens     int64    `json:"promptTokens"`

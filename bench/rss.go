@@ -53,3 +53,51 @@ func ProcessCPU() time.Duration {
 	}
 	return time.Duration(ticks) * (time.Second / 100)
 }
+
+// WatchPeakRSS follows the resident set of the process pid, reading its
+// high-water mark (VmHWM in /proc/<pid>/status, Linux) every 20 ms until
+// stop is called, and stop returns the last mark read (0 where /proc does
+// not say). The mark belongs to the process's own memory since its exec, so
+// a child of a large process is measured alone, which getrusage's maxrss
+// does not do on Linux: a child started with vfork, as Go starts them,
+// inherits its parent's mark. The mark only rises, so a late read misses at
+// most the last 20 ms of growth.
+func WatchPeakRSS(pid int) (stop func() int64) {
+	path := "/proc/" + strconv.Itoa(pid) + "/status"
+	var peak int64
+	read := func() {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return
+		}
+		for _, line := range bytes.Split(b, []byte("\n")) {
+			if v, ok := bytes.CutPrefix(line, []byte("VmHWM:")); ok {
+				f := bytes.Fields(v)
+				if len(f) > 0 {
+					if kb, err := strconv.ParseInt(string(f[0]), 10, 64); err == nil && kb<<10 > peak {
+						peak = kb << 10
+					}
+				}
+			}
+		}
+	}
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			read()
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() int64 {
+		close(done)
+		<-finished
+		return peak
+	}
+}

@@ -119,7 +119,7 @@ func TestSessionReadObject(t *testing.T) {
 	a := newApp(t, options{})
 	key := a.user("ann")
 	full := a.ok("POST", "/sync/session", key, `{"externalId":"full","source":"opencode","title":"Add login","model":"gpt-4.1",
-	  "provider":"openai","projectPath":"/home/dev/app","projectName":"app","promptTokens":1200,"completionTokens":340,
+	  "provider":"openai","projectPath":"/home/dev/app","projectName":"app","gitBranch":"feat/login","promptTokens":1200,"completionTokens":340,
 	  "cost":0.0123,"durationMs":5000,"messageCount":7,"toolCallCount":2}`)["sessionId"]
 	bare := a.ok("POST", "/sync/session", key, `{"externalId":"bare"}`)["sessionId"]
 
@@ -137,7 +137,7 @@ func TestSessionReadObject(t *testing.T) {
 	if f == nil || b == nil {
 		t.Fatalf("listing %s lacks a session", r.body)
 	}
-	wantFull := sorted(append(slices.Clone(baseSessionFields), "title", "model", "provider", "projectPath", "projectName")...)
+	wantFull := sorted(append(slices.Clone(baseSessionFields), "title", "model", "provider", "projectPath", "projectName", "gitBranch")...)
 	if !slices.Equal(keysOf(f), wantFull) {
 		t.Errorf("full session fields = %v\nwant %v", keysOf(f), wantFull)
 	}
@@ -145,7 +145,7 @@ func TestSessionReadObject(t *testing.T) {
 		t.Errorf("bare session fields = %v, want %v (optional strings omitted)", keysOf(b), sorted(baseSessionFields...))
 	}
 	checks := map[string]any{"externalId": "full", "source": "opencode", "title": "Add login", "model": "gpt-4.1",
-		"provider": "openai", "projectPath": "/home/dev/app", "projectName": "app", "promptTokens": 1200.0,
+		"provider": "openai", "projectPath": "/home/dev/app", "projectName": "app", "gitBranch": "feat/login", "promptTokens": 1200.0,
 		"completionTokens": 340.0, "totalTokens": 1540.0, "cost": 0.0123, "durationMs": 5000.0,
 		"messageCount": 0.0, "visibility": "private", "isPublic": false}
 	for k, v := range checks {

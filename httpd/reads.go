@@ -20,7 +20,7 @@ import (
 func viewSession(s kv.Session) api.Session {
 	v := api.Session{
 		ID: s.ID, ExternalID: s.ExternalID, Source: s.Source, Title: s.Title,
-		ProjectPath: s.ProjectPath, ProjectName: s.ProjectName, Model: s.Model, Provider: s.Provider,
+		ProjectPath: s.ProjectPath, ProjectName: s.ProjectName, GitBranch: s.GitBranch, Model: s.Model, Provider: s.Provider,
 		PromptTokens: s.PromptTokens, CompletionTokens: s.CompletionTokens, TotalTokens: s.TotalTokens,
 		Cost: s.Cost, DurationMs: s.DurationMs, MessageCount: s.MessageCount,
 		Visibility: "private", IsPublic: s.Public, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,

@@ -27,6 +27,9 @@ type Agent struct {
 func Agents() []Agent {
 	return []Agent{
 		{Name: "claude-code", Source: SourceClaudeCode, Roots: claudeCodeRoots, Read: ClaudeCode},
+		{Name: "codex", Source: SourceCodex, Roots: codexRoots, Read: Codex},
+		{Name: "gemini", Source: SourceGemini, Roots: homeDir(".gemini"), Read: Gemini},
+		{Name: "qwen", Source: SourceQwen, Roots: homeDir(".qwen"), Read: Qwen},
 		{Name: "opencode", Source: SourceOpenCode, Roots: openCodeRoots, Read: OpenCode},
 		{Name: "cursor", Source: SourceCursor, Roots: cursorRoots, Read: Cursor},
 		{Name: "cursor-agent", Source: SourceCursor, Roots: cursorAgentRoots, Read: CursorAgent},
@@ -49,8 +52,12 @@ func AgentNamed(name string) (Agent, bool) {
 }
 
 // claudeCodeRoots: Claude Code keeps ~/.claude/projects on every system
-// (%USERPROFILE%\.claude\projects on Windows).
-func claudeCodeRoots(home, _ string, _ func(string) string) []string {
+// (%USERPROFILE%\.claude\projects on Windows), or projects/ in
+// $CLAUDE_CONFIG_DIR when that is set.
+func claudeCodeRoots(home, _ string, getenv func(string) string) []string {
+	if d := getenv("CLAUDE_CONFIG_DIR"); d != "" {
+		return []string{filepath.Join(d, "projects"), filepath.Join(home, ".claude", "projects")}
+	}
 	return []string{filepath.Join(home, ".claude", "projects")}
 }
 
@@ -61,4 +68,22 @@ func openCodeRoots(home, _ string, getenv func(string) string) []string {
 		return []string{filepath.Join(d, "opencode"), filepath.Join(home, ".local", "share", "opencode")}
 	}
 	return []string{filepath.Join(home, ".local", "share", "opencode")}
+}
+
+// codexRoots: Codex CLI keeps $CODEX_HOME, ~/.codex by default, on every
+// system (%USERPROFILE%\.codex on Windows).
+func codexRoots(home, _ string, getenv func(string) string) []string {
+	if d := getenv("CODEX_HOME"); d != "" {
+		return []string{d}
+	}
+	return []string{filepath.Join(home, ".codex")}
+}
+
+// homeDir is the roots of an assistant that keeps its history in one
+// directory under the home directory on every system (Gemini CLI's ~/.gemini,
+// Qwen Code's ~/.qwen; %USERPROFILE%\.gemini on Windows).
+func homeDir(name string) func(home, goos string, getenv func(string) string) []string {
+	return func(home, _ string, _ func(string) string) []string {
+		return []string{filepath.Join(home, name)}
+	}
 }

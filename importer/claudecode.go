@@ -32,19 +32,74 @@ func (o ReadOptions) maxPart() int {
 	return o.MaxPartBytes
 }
 
-// ClaudeCode lists the sessions under dir: Claude Code keeps one JSONL
-// transcript per session, ~/.claude/projects/<project-dir>/<session-id>.jsonl.
-// dir may also be one project directory or one transcript file. Subagent
-// transcripts (agent-*.jsonl, subagents/) carry their parent's session id and
-// are not separate sessions; they are left out.
+// ClaudeCode lists the sessions under dir, Claude Code's
+// ~/.claude/projects, one project directory of it, or one transcript file.
+// A project directory holds:
+//
+//	<session>.jsonl                          one session's transcript
+//	agent-<id>.jsonl                         a sub-agent's transcript (2.0.x); its lines name the session
+//	<session>/subagents/agent-<id>.jsonl     a sub-agent's transcript (2.1.x), with agent-<id>.meta.json
+//	<session>/tool-results/<tool_use_id>.txt a tool output too large for the transcript (2.1.x)
+//
+// Sub-agent transcripts and externalised tool results belong to their
+// session: they are read into it (sub-agents' messages marked with
+// Message.SubAgent), never listed as sessions of their own. A session whose
+// own transcript is gone but whose sub-agents remain is listed under its id
+// with only their messages.
 func ClaudeCode(dir string, opts ReadOptions) ([]Item, error) {
 	fi, err := os.Stat(dir)
 	if err != nil {
 		return nil, fmt.Errorf("claude code history: %w", err)
 	}
-	var paths []string
+	groups := map[string]*ccGroup{} // by project dir + session id
+	group := func(project, sid string) *ccGroup {
+		k := filepath.Join(project, sid)
+		g := groups[k]
+		if g == nil {
+			g = &ccGroup{id: sid, dir: filepath.Join(project, sid)}
+			groups[k] = g
+		}
+		return g
+	}
+	add := func(p string) {
+		name := filepath.Base(p)
+		parent := filepath.Dir(p)
+		switch {
+		case filepath.Base(parent) == "subagents" && strings.HasPrefix(name, "agent-") && strings.HasSuffix(name, ".jsonl"):
+			sdir := filepath.Dir(parent)
+			g := group(filepath.Dir(sdir), filepath.Base(sdir))
+			g.agents = append(g.agents, p)
+		case filepath.Base(parent) == "tool-results":
+			sdir := filepath.Dir(parent)
+			g := group(filepath.Dir(sdir), filepath.Base(sdir))
+			g.results = append(g.results, p)
+		case strings.HasPrefix(name, "agent-") && strings.HasSuffix(name, ".jsonl"):
+			// 2.0.x: the sub-agent's lines carry the session's id.
+			sid := firstSessionID(p)
+			if sid == "" {
+				sid = strings.TrimSuffix(name, ".jsonl")
+			}
+			g := group(parent, sid)
+			g.agents = append(g.agents, p)
+		case strings.HasSuffix(name, ".jsonl"):
+			g := group(parent, strings.TrimSuffix(name, ".jsonl"))
+			g.main = p
+		}
+	}
 	if !fi.IsDir() {
-		paths = []string{dir}
+		add(dir)
+		// A transcript's sub-agents and tool results sit in the directory
+		// named after it.
+		if g := groups[strings.TrimSuffix(dir, ".jsonl")]; g != nil {
+			for _, sub := range []string{"subagents", "tool-results"} {
+				es, _ := os.ReadDir(filepath.Join(g.dir, sub))
+				for _, e := range es {
+					if e.Type().IsRegular() {
+						add(filepath.Join(g.dir, sub, e.Name()))
+					}
+				}
+			}
+		}
 	} else {
 		err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
@@ -53,15 +108,14 @@ func ClaudeCode(dir string, opts ReadOptions) ([]Item, error) {
 				}
 				return nil // an unreadable subdirectory is not worth failing the import
 			}
-			name := d.Name()
 			if d.IsDir() {
-				if p != dir && (name == "subagents" || strings.HasPrefix(name, ".")) {
+				if p != dir && strings.HasPrefix(d.Name(), ".") {
 					return filepath.SkipDir
 				}
 				return nil
 			}
-			if strings.HasSuffix(name, ".jsonl") && !strings.HasPrefix(name, "agent-") && d.Type().IsRegular() {
-				paths = append(paths, p)
+			if d.Type().IsRegular() {
+				add(p)
 			}
 			return nil
 		})
@@ -69,24 +123,70 @@ func ClaudeCode(dir string, opts ReadOptions) ([]Item, error) {
 			return nil, fmt.Errorf("claude code history: %w", err)
 		}
 	}
-	sort.Strings(paths)
-	items := make([]Item, len(paths))
-	for i, p := range paths {
-		items[i] = Item{Path: p, read: func() (Session, []Problem, error) { return readClaudeCode(p, opts.maxPart()) }}
+	var items []Item
+	for _, g := range groups {
+		if g.main == "" && len(g.agents) == 0 {
+			continue // tool results without a transcript to place them in
+		}
+		sort.Strings(g.agents)
+		sort.Strings(g.results)
+		path := g.main
+		if path == "" {
+			path = g.agents[0]
+		}
+		items = append(items, Item{Path: path, read: func() (Session, []Problem, error) { return readClaudeCode(g, opts.maxPart()) }})
 	}
+	sort.Slice(items, func(i, j int) bool { return items[i].Path < items[j].Path })
 	return items, nil
+}
+
+// ccGroup is the files of one session.
+type ccGroup struct {
+	id      string   // the session id (the transcript's name)
+	dir     string   // <project>/<session>: where 2.1.x keeps sub-agents and tool results
+	main    string   // the transcript; "" when only sub-agents remain
+	agents  []string // sub-agent transcripts
+	results []string // externalised tool results
+}
+
+// firstSessionID returns the sessionId of the first line of a transcript that
+// has one, looking at the first 20 lines ("" if none does).
+func firstSessionID(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	br := bufio.NewReader(f)
+	for range 20 {
+		line, err := br.ReadBytes('\n')
+		var l struct {
+			SessionID string `json:"sessionId"`
+		}
+		if json.Unmarshal(line, &l) == nil && l.SessionID != "" {
+			return l.SessionID
+		}
+		if err != nil {
+			return ""
+		}
+	}
+	return ""
 }
 
 // ccLine is one transcript line; only the fields the import uses.
 type ccLine struct {
-	Type      string     `json:"type"`
-	UUID      string     `json:"uuid"`
-	Timestamp string     `json:"timestamp"`
-	Cwd       string     `json:"cwd"`
-	Slug      string     `json:"slug"`
-	Summary   string     `json:"summary"`
-	IsMeta    bool       `json:"isMeta"`
-	Message   *ccMessage `json:"message"`
+	Type        string     `json:"type"`
+	UUID        string     `json:"uuid"`
+	Timestamp   string     `json:"timestamp"`
+	Cwd         string     `json:"cwd"`
+	GitBranch   string     `json:"gitBranch"`
+	Slug        string     `json:"slug"`
+	Summary     string     `json:"summary"`
+	AITitle     string     `json:"aiTitle"`
+	IsMeta      bool       `json:"isMeta"`
+	IsSidechain bool       `json:"isSidechain"`
+	AgentID     string     `json:"agentId"`
+	Message     *ccMessage `json:"message"`
 }
 
 type ccMessage struct {
@@ -113,45 +213,82 @@ type ccBlock struct {
 	Content   json.RawMessage `json:"content"`
 }
 
-// ccReader accumulates one transcript.
+// ccReader accumulates one session from its transcript and its sub-agents'.
+// It is a state machine fed one line at a time (line), so a follower can feed
+// it lines appended since the last read.
 type ccReader struct {
-	path    string
 	maxPart int
 	s       Session
 	probs   []Problem
 	u       usage
-	first   time.Time // first and last timestamps (the plugin's duration)
+	first   time.Time // first and last timestamps of the transcript (the plugin's duration)
 	last    time.Time
 	prompt  string // first real user prompt
 	summary string
+	aiTitle string
 	slug    string
-	seen    map[string]bool // assistant uuids, the plugin skips repeats
-	tools   map[string]int  // tool_use id -> index in s.Messages
-	lastAt  time.Time
+	seen    map[string]bool   // line uuids: a repeated line (a sub-agent's copy of the session) is skipped
+	tools   map[string]int    // tool_use id -> index in s.Messages
+	results map[string]string // tool_use id -> externalised output file
+	used    map[string]bool   // externalised outputs read into a result
+
+	// The file being read.
+	path   string
+	agent  *SubAgent // the file's sub-agent; nil for the session's transcript
+	lastAt time.Time
+	starts []int // index in s.Messages where each file's messages start
 }
 
-func readClaudeCode(path string, maxPart int) (Session, []Problem, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return Session{}, nil, err
+func newCCReader(id string, maxPart int) *ccReader {
+	return &ccReader{
+		maxPart: maxPart, s: Session{ExternalID: id, Source: SourceClaudeCode},
+		seen: map[string]bool{}, tools: map[string]int{}, results: map[string]string{}, used: map[string]bool{},
 	}
-	defer f.Close()
-	r := &ccReader{path: path, maxPart: maxPart, seen: map[string]bool{}, tools: map[string]int{}}
-	r.s = Session{ExternalID: strings.TrimSuffix(filepath.Base(path), ".jsonl"), Source: SourceClaudeCode}
-	br := bufio.NewReaderSize(f, 1<<20)
-	for n := 1; ; n++ {
-		line, err := br.ReadBytes('\n')
-		if len(bytes.TrimSpace(line)) > 0 {
-			r.line(n, line)
+}
+
+// file starts the lines of another file of the session; agent is its
+// sub-agent, nil for the session's own transcript.
+func (r *ccReader) file(path string, agent *SubAgent) {
+	r.path, r.agent, r.lastAt = path, agent, time.Time{}
+	r.starts = append(r.starts, len(r.s.Messages))
+}
+
+func readClaudeCode(g *ccGroup, maxPart int) (Session, []Problem, error) {
+	r := newCCReader(g.id, maxPart)
+	for _, p := range g.results {
+		r.results[strings.TrimSuffix(filepath.Base(p), filepath.Ext(p))] = p
+	}
+	if g.main != "" {
+		r.file(g.main, nil)
+		if err := readLines(g.main, r.line); err != nil {
+			return Session{}, r.probs, err
 		}
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return Session{}, r.probs, fmt.Errorf("read %s: %w", path, err)
+	}
+	for _, p := range g.agents {
+		r.file(p, subAgentOf(p))
+		if err := readLines(p, r.line); err != nil {
+			// A sub-agent that cannot be read costs its own messages only.
+			r.probs = append(r.probs, Problem{Path: p, Err: "skipped sub-agent: " + err.Error()})
 		}
 	}
 	return r.finish(), r.probs, nil
+}
+
+// subAgentOf names the sub-agent of a transcript agent-<id>.jsonl from its
+// file name and, in 2.1.x, the agent-<id>.meta.json beside it.
+func subAgentOf(path string) *SubAgent {
+	base := strings.TrimSuffix(filepath.Base(path), ".jsonl")
+	a := &SubAgent{ID: strings.TrimPrefix(base, "agent-")}
+	if b, err := os.ReadFile(filepath.Join(filepath.Dir(path), base+".meta.json")); err == nil {
+		var meta struct {
+			AgentType   string `json:"agentType"`
+			Description string `json:"description"`
+		}
+		if json.Unmarshal(b, &meta) == nil {
+			a.Type, a.Description = meta.AgentType, meta.Description
+		}
+	}
+	return a
 }
 
 func (r *ccReader) problem(n int, format string, args ...any) {
@@ -164,31 +301,48 @@ func (r *ccReader) line(n int, raw []byte) {
 		r.problem(n, "skipped: not a transcript line: %s", jsonError(err))
 		return
 	}
+	if l.UUID != "" {
+		if r.seen[l.UUID] {
+			return // the plugin counts each uuid once; a sub-agent's copy of the session is the session's
+		}
+		r.seen[l.UUID] = true
+	}
+	own := r.agent == nil
 	var at time.Time
 	if l.Timestamp != "" {
 		t, err := time.Parse(time.RFC3339Nano, l.Timestamp)
 		if err != nil {
 			r.problem(n, "timestamp %q is not an ISO time; the line takes the previous one", l.Timestamp)
 		} else {
-			if r.first.IsZero() {
-				r.first = t
+			if own {
+				if r.first.IsZero() {
+					r.first = t
+				}
+				r.last = t
 			}
-			r.last, r.lastAt, at = t, t, t
+			r.lastAt, at = t, t
 		}
 	}
 	if at.IsZero() {
 		at = r.lastAt
 	}
-	if r.s.ProjectPath == "" && l.Cwd != "" {
+	if r.s.ProjectPath == "" && l.Cwd != "" && (own || len(r.starts) == 1) {
 		r.s.ProjectPath = l.Cwd
 	}
-	if r.slug == "" && l.Slug != "" {
+	if r.s.GitBranch == "" && l.GitBranch != "" && (own || len(r.starts) == 1) {
+		r.s.GitBranch = l.GitBranch
+	}
+	if r.slug == "" && l.Slug != "" && own {
 		r.slug = l.Slug
 	}
 	switch l.Type {
 	case "summary":
-		if r.summary == "" {
+		if r.summary == "" && own {
 			r.summary = l.Summary
+		}
+	case "ai-title":
+		if own && strings.TrimSpace(l.AITitle) != "" {
+			r.aiTitle = strings.TrimSpace(l.AITitle) // the latest title Claude Code gave the session
 		}
 	case "user":
 		if l.Message != nil {
@@ -199,6 +353,21 @@ func (r *ccReader) line(n int, raw []byte) {
 			r.assistant(n, l, at)
 		}
 	}
+}
+
+// mark is the sub-agent of a line: the file's, or for a sidechain line in
+// the session's own transcript (Claude Code before 2.0), its agentId.
+func (r *ccReader) mark(l ccLine) *SubAgent {
+	if r.agent != nil {
+		if r.agent.ID == "" && l.AgentID != "" {
+			r.agent.ID = l.AgentID
+		}
+		return r.agent
+	}
+	if l.IsSidechain {
+		return &SubAgent{ID: l.AgentID}
+	}
+	return nil
 }
 
 // blocks decodes message.content: a string is one text block.
@@ -233,13 +402,24 @@ func isPrompt(text string) bool {
 	return t != ""
 }
 
+// ideContext says whether a text block is context an editor integration
+// added to the prompt (the open file, the selection), not what the user typed.
+func ideContext(text string) bool {
+	t := strings.TrimSpace(text)
+	return strings.HasPrefix(t, "<ide_") || strings.HasPrefix(t, "<system-reminder>")
+}
+
 // id names a message. Assistant messages use the transcript uuid, as the
 // plugin does; user prompts get "<session>-user-<uuid>" (the plugin's ids for
 // them hold the time of sync and cannot be reproduced). Lines without a uuid
-// are named by line number, stable while the transcript only grows.
+// are named by file and line number, stable while the transcript only grows.
 func (r *ccReader) id(uuid, kind string, n int, prefixed bool) string {
 	if uuid == "" {
-		return r.s.ExternalID + "-" + kind + "-L" + strconv.Itoa(n)
+		id := r.s.ExternalID + "-" + kind + "-L" + strconv.Itoa(n)
+		if r.agent != nil {
+			id = r.s.ExternalID + "-" + r.agent.ID + "-" + kind + "-L" + strconv.Itoa(n)
+		}
+		return id
 	}
 	if prefixed {
 		return r.s.ExternalID + "-" + kind + "-" + uuid
@@ -253,31 +433,36 @@ func (r *ccReader) user(n int, l ccLine, at time.Time) {
 		r.problem(n, "skipped: message.content is neither text nor blocks: %s", jsonError(err))
 		return
 	}
-	var texts []string
+	var texts, typed []string
 	for _, b := range bs {
 		switch b.Type {
 		case "text":
 			if strings.TrimSpace(b.Text) != "" {
 				texts = append(texts, b.Text)
+				if !ideContext(b.Text) {
+					typed = append(typed, b.Text)
+				}
 			}
 		case "image":
-			texts = append(texts, "[image]")
+			texts, typed = append(texts, "[image]"), append(typed, "[image]")
 		case "tool_result":
-			r.toolResult(n, b, at)
+			r.toolResult(n, l, b, at)
 		}
 	}
 	if len(texts) == 0 || l.IsMeta {
 		return // only tool results, or a note Claude Code added (isMeta)
 	}
 	text := strings.Join(texts, "\n\n")
-	if r.prompt == "" && isPrompt(text) {
-		r.prompt = text
+	mark := r.mark(l)
+	if prompt := strings.Join(typed, "\n\n"); r.prompt == "" && mark == nil && isPrompt(prompt) {
+		r.prompt = prompt
 	}
 	r.s.Messages = append(r.s.Messages, Message{
 		ExternalID: r.id(l.UUID, "user", n, true),
 		Role:       "user",
 		Parts:      []Part{{Type: PartText, Content: truncate(text, r.maxPart)}},
 		CreatedAt:  at,
+		SubAgent:   mark,
 	})
 }
 
@@ -300,8 +485,39 @@ func resultText(raw json.RawMessage) string {
 	return strings.Join(out, "\n")
 }
 
-func (r *ccReader) toolResult(n int, b ccBlock, at time.Time) {
-	content := truncate(resultText(b.Content), r.maxPart)
+// externalised returns the whole output of a tool result Claude Code saved
+// beside the transcript (tool-results/<tool_use_id>.txt) in place of the
+// preview the transcript holds.
+func (r *ccReader) externalised(id string) (string, bool) {
+	p, ok := r.results[id]
+	if !ok {
+		return "", false
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	// Read a little past the cap: truncate says how long the original was.
+	b, err := io.ReadAll(io.LimitReader(f, int64(r.maxPart)+1))
+	if err != nil {
+		return "", false
+	}
+	r.used[id] = true
+	s := string(b)
+	if len(b) > r.maxPart {
+		if fi, err := f.Stat(); err == nil {
+			s = truncateSized(s, r.maxPart, fi.Size())
+		}
+	}
+	return s, true
+}
+
+func (r *ccReader) toolResult(n int, l ccLine, b ccBlock, at time.Time) {
+	content, ok := r.externalised(b.ToolUseID)
+	if !ok {
+		content = truncate(resultText(b.Content), r.maxPart)
+	}
 	if i, ok := r.tools[b.ToolUseID]; ok {
 		m := &r.s.Messages[i]
 		m.Parts = append(m.Parts, Part{Type: PartToolResult, ToolName: m.Parts[0].ToolName, Content: content})
@@ -312,32 +528,37 @@ func (r *ccReader) toolResult(n int, b ccBlock, at time.Time) {
 	id := b.ToolUseID
 	if id == "" {
 		id = "L" + strconv.Itoa(n)
+		if r.agent != nil {
+			id = r.agent.ID + "-" + id
+		}
 	}
 	r.s.Messages = append(r.s.Messages, Message{
 		ExternalID: r.s.ExternalID + "-result-" + id,
 		Role:       "tool",
 		Parts:      []Part{{Type: PartToolResult, Content: content}},
 		CreatedAt:  at,
+		SubAgent:   r.mark(l),
 	})
 }
 
 func (r *ccReader) assistant(n int, l ccLine, at time.Time) {
 	msg := l.Message
-	if r.s.Model == "" && msg.Model != "" && msg.Model != "<synthetic>" {
+	mark := r.mark(l)
+	if r.s.Model == "" && msg.Model != "" && msg.Model != "<synthetic>" && mark == nil {
 		r.s.Model = msg.Model
 	}
-	// The plugin counts each uuid once, usage included.
-	if l.UUID != "" {
-		if r.seen[l.UUID] {
-			return
-		}
-		r.seen[l.UUID] = true
-	}
+	// The session's totals are the plugin's: the transcript's own usage.
+	// A sub-agent's usage stays on its messages.
+	var prompt, completion *int64
 	if u := msg.Usage; u != nil {
-		r.u.input += round(u.Input)
-		r.u.cacheCreation += round(u.CacheCreation)
-		r.u.cacheRead += round(u.CacheRead)
-		r.u.output += round(u.Output)
+		in, cw, cr, out := round(u.Input), round(u.CacheCreation), round(u.CacheRead), round(u.Output)
+		if r.agent == nil {
+			r.u.input += in
+			r.u.cacheCreation += cw
+			r.u.cacheRead += cr
+			r.u.output += out
+		}
+		prompt, completion = ptr(in+cw+cr), ptr(out)
 	}
 	bs, err := blocks(msg.Content)
 	if err != nil {
@@ -359,7 +580,7 @@ func (r *ccReader) assistant(n int, l ccLine, at time.Time) {
 		case "tool_use":
 			id := b.ID
 			if id == "" {
-				id = r.s.ExternalID + "-tool-L" + strconv.Itoa(n) + "-" + strconv.Itoa(i)
+				id = r.id("", "tool", n, false) + "-" + strconv.Itoa(i)
 			}
 			calls = append(calls, Message{
 				ExternalID: id,
@@ -367,16 +588,20 @@ func (r *ccReader) assistant(n int, l ccLine, at time.Time) {
 				Parts:      []Part{{Type: PartToolCall, ToolName: b.Name, Args: jsonArgs(b.Input, r.maxPart)}},
 				Model:      msg.Model,
 				CreatedAt:  at,
+				SubAgent:   mark,
 			})
 		}
 	}
 	if len(parts) > 0 {
 		r.s.Messages = append(r.s.Messages, Message{
-			ExternalID: r.id(l.UUID, "assistant", n, false),
-			Role:       "assistant",
-			Parts:      parts,
-			Model:      msg.Model,
-			CreatedAt:  at,
+			ExternalID:       r.id(l.UUID, "assistant", n, false),
+			Role:             "assistant",
+			Parts:            parts,
+			Model:            msg.Model,
+			PromptTokens:     prompt,
+			CompletionTokens: completion,
+			CreatedAt:        at,
+			SubAgent:         mark,
 		})
 	}
 	for _, c := range calls {
@@ -395,10 +620,13 @@ func round(v float64) int64 {
 	return int64(math.Round(v))
 }
 
+// finish returns the session read so far. The reader can go on taking lines.
 func (r *ccReader) finish() Session {
 	s := r.s
 	s.ProjectName = projectName(s.ProjectPath)
 	switch {
+	case r.aiTitle != "":
+		s.Title = r.aiTitle
 	case r.prompt != "":
 		s.Title = Title(r.prompt)
 	case r.summary != "":
@@ -409,17 +637,96 @@ func (r *ccReader) finish() Session {
 	s.PromptTokens = r.u.input + r.u.cacheCreation + r.u.cacheRead
 	s.CompletionTokens = r.u.output
 	s.Cost = claudeCost(s.Model, r.u)
-	if !r.first.IsZero() {
-		s.CreatedAt = r.first
-		s.DurationMs = max(0, r.last.Sub(r.first).Milliseconds())
-	}
-	// A message before the first timestamped line takes the session's start.
-	for i := range s.Messages {
-		if s.Messages[i].CreatedAt.IsZero() {
-			s.Messages[i].CreatedAt = s.CreatedAt
+	first, last := r.first, r.last
+	if first.IsZero() { // only sub-agents remain: their times
+		for _, m := range s.Messages {
+			if !m.CreatedAt.IsZero() {
+				if first.IsZero() || m.CreatedAt.Before(first) {
+					first = m.CreatedAt
+				}
+				if m.CreatedAt.After(last) {
+					last = m.CreatedAt
+				}
+			}
 		}
 	}
+	if s.Title == "" {
+		for _, m := range s.Messages {
+			if m.Role == "user" && isPrompt(m.Text()) {
+				s.Title = Title(m.Text()) // a sub-agent's task, when nothing else names the session
+				break
+			}
+		}
+	}
+	if !first.IsZero() {
+		s.CreatedAt = first
+		s.DurationMs = max(0, last.Sub(first).Milliseconds())
+	}
+	msgs := make([]Message, 0, len(s.Messages)+len(r.results))
+	for _, m := range s.Messages {
+		if m.CreatedAt.IsZero() { // a message before the first timestamped line takes the session's start
+			m.CreatedAt = s.CreatedAt
+		}
+		msgs = append(msgs, m)
+	}
+	msgs = mergeByTime(msgs, r.starts)
+	// Outputs no result in the transcripts points to still belong to the
+	// session (the line that named them may have been compacted away).
+	var orphans []string
+	for id := range r.results {
+		if !r.used[id] {
+			orphans = append(orphans, id)
+		}
+	}
+	sort.Strings(orphans)
+	for _, id := range orphans {
+		content, ok := r.externalised(id)
+		if !ok {
+			continue
+		}
+		msgs = append(msgs, Message{
+			ExternalID: s.ExternalID + "-result-" + id, Role: "tool",
+			Parts: []Part{{Type: PartToolResult, Content: content}}, CreatedAt: last,
+		})
+	}
+	s.Messages = msgs
 	return s
+}
+
+// mergeByTime interleaves the messages of several files (each a run of msgs
+// starting at an index of starts) by time, keeping each file's own order; on
+// equal times the earlier file goes first. A sub-agent's messages land where
+// it ran, between the session's call of it and its result.
+func mergeByTime(msgs []Message, starts []int) []Message {
+	if len(starts) < 2 {
+		return msgs
+	}
+	type run struct{ at, end int }
+	runs := make([]run, len(starts))
+	for i, st := range starts {
+		end := len(msgs)
+		if i+1 < len(starts) {
+			end = starts[i+1]
+		}
+		runs[i] = run{st, end}
+	}
+	out := make([]Message, 0, len(msgs))
+	for {
+		best := -1
+		for i, r := range runs {
+			if r.at == r.end {
+				continue
+			}
+			if best < 0 || msgs[r.at].CreatedAt.Before(msgs[runs[best].at].CreatedAt) {
+				best = i
+			}
+		}
+		if best < 0 {
+			return out
+		}
+		out = append(out, msgs[runs[best].at])
+		runs[best].at++
+	}
 }
 
 // jsonError shortens encoding/json's messages for reports.

@@ -109,7 +109,7 @@ func TestImportReadClaudeCodeEdgeCases(t *testing.T) {
 		`[1,2,3]`,
 		``,
 	)
-	s, probs, err := readClaudeCode(p, 1000)
+	s, probs, err := readClaudeCodeFile(p, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,35 +151,162 @@ a3 assistant 10:00:07 [text]
 
 func TestImportClaudeCodeListing(t *testing.T) {
 	root := t.TempDir()
-	for _, p := range []string{
-		"-a/one.jsonl", "-a/agent-x.jsonl", "-b/two.jsonl", "-b/two/subagents/agent-y.jsonl",
-		"-b/notes.txt", ".hidden/three.jsonl",
+	line := func(sid string) string {
+		return `{"type":"user","uuid":"u-` + sid + `","sessionId":"` + sid + `","timestamp":"2025-01-01T00:00:00Z","message":{"content":"hi"}}` + "\n"
+	}
+	for p, content := range map[string]string{
+		"-a/one.jsonl":                       line("one"),
+		"-a/agent-x.jsonl":                   line("one"),  // 2.0: a sub-agent of one, beside it
+		"-a/agent-z.jsonl":                   line("gone"), // 2.0: a sub-agent of a session whose transcript is gone
+		"-b/two.jsonl":                       line("two"),
+		"-b/two/subagents/agent-y.jsonl":     line("two"), // 2.1: under its session
+		"-b/two/subagents/agent-y.meta.json": `{"agentType":"Explore","description":"look around"}`,
+		"-b/two/tool-results/toolu_1.txt":    "big output",
+		"-b/three/subagents/agent-w.jsonl":   line("three"), // 2.1, the transcript gone
+		"-b/four/tool-results/toolu_2.txt":   "nothing to attach it to",
+		"-b/notes.txt":                       "not a transcript",
+		".hidden/five.jsonl":                 line("five"),
 	} {
 		full := filepath.Join(root, p)
 		os.MkdirAll(filepath.Dir(full), 0o755)
-		os.WriteFile(full, []byte(`{"type":"user","uuid":"u","timestamp":"2025-01-01T00:00:00Z","message":{"content":"hi"}}`+"\n"), 0o644)
+		os.WriteFile(full, []byte(content), 0o644)
 	}
 	items, err := ClaudeCode(root, ReadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
+	var got []string
 	for _, it := range items {
 		rel, _ := filepath.Rel(root, it.Path)
-		names = append(names, rel)
+		s, _, err := it.Read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ms []string
+		for _, m := range s.Messages {
+			mark := ""
+			if m.SubAgent != nil {
+				mark = "@" + m.SubAgent.ID + "/" + m.SubAgent.Type
+			}
+			ms = append(ms, m.ExternalID+mark)
+		}
+		got = append(got, rel+"="+s.ExternalID+":"+strings.Join(ms, ","))
 	}
-	if strings.Join(names, " ") != "-a/one.jsonl -b/two.jsonl" {
-		t.Errorf("listed %q", names)
+	want := []string{
+		"-a/agent-z.jsonl=gone:gone-user-u-gone@z/",
+		"-a/one.jsonl=one:one-user-u-one", // the sub-agent's line repeats the session's uuid: the session's copy wins
+		"-b/three/subagents/agent-w.jsonl=three:three-user-u-three@w/",
+		"-b/two.jsonl=two:two-user-u-two,two-result-toolu_1",
 	}
-	one, err := ClaudeCode(filepath.Join(root, "-a", "one.jsonl"), ReadOptions{})
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("listed:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	one, err := ClaudeCode(filepath.Join(root, "-b", "two.jsonl"), ReadOptions{})
 	if err != nil || len(one) != 1 {
 		t.Fatalf("a single file: %v, %d items", err, len(one))
 	}
 	s, _, err := one[0].Read()
-	if err != nil || s.ExternalID != "one" || s.CreatedAt != time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC) {
+	if err != nil || s.ExternalID != "two" || s.CreatedAt != time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC) || len(s.Messages) != 2 {
 		t.Errorf("read %+v, %v", s, err)
 	}
 	if _, err := ClaudeCode(filepath.Join(root, "missing"), ReadOptions{}); err == nil {
 		t.Error("a missing directory is not an error")
+	}
+}
+
+// readClaudeCodeFile reads one transcript as a session of its own.
+func readClaudeCodeFile(p string, maxPart int) (Session, []Problem, error) {
+	return readClaudeCode(&ccGroup{id: strings.TrimSuffix(filepath.Base(p), ".jsonl"), main: p}, maxPart)
+}
+
+// A 2.1 session with a sub-agent (and its meta), an aside-question agent
+// that copies the session before adding its own turn, an externalised tool
+// output and one no result points to: one session, sub-agents' messages
+// marked and placed where they ran, the full output in place of the preview.
+func TestImportClaudeCodeSubAgents(t *testing.T) {
+	root := t.TempDir()
+	sdir := filepath.Join(root, "-w-app", "s21")
+	write := func(p string, lines ...string) {
+		t.Helper()
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m1 := `{"type":"user","uuid":"m1","sessionId":"s21","cwd":"/w/app","gitBranch":"feat/flaky","timestamp":"2026-04-01T10:00:00Z","message":{"role":"user","content":"Investigate the flaky test"}}`
+	m2 := `{"type":"assistant","uuid":"m2","sessionId":"s21","cwd":"/w/app","gitBranch":"feat/flaky","timestamp":"2026-04-01T10:00:05Z","message":{"model":"claude-opus-4-20250514","content":[{"type":"text","text":"Spawning an agent"},{"type":"tool_use","id":"toolu_A","name":"Agent","input":{"description":"find flaky"}}],"usage":{"input_tokens":10,"output_tokens":5}}}`
+	write(sdir+".jsonl", m1, m2,
+		`{"type":"ai-title","sessionId":"s21","aiTitle":"Fix the flaky test"}`,
+		`{"type":"user","uuid":"m3","sessionId":"s21","timestamp":"2026-04-01T10:02:00Z","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_A","content":[{"type":"text","text":"agent report"}]}]}}`,
+		`{"type":"assistant","uuid":"m4","sessionId":"s21","gitBranch":"main","timestamp":"2026-04-01T10:02:05Z","message":{"model":"claude-opus-4-20250514","content":[{"type":"tool_use","id":"toolu_B","name":"Bash","input":{"command":"go test -count=100"}}],"usage":{"input_tokens":20,"output_tokens":5}}}`,
+		`{"type":"user","uuid":"m5","sessionId":"s21","timestamp":"2026-04-01T10:02:06Z","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_B","content":"<persisted-output>\nOutput too large (12KB). Full output saved to: /Users/x/.claude/projects/-w-app/s21/tool-results/toolu_B.txt\n\nPreview (first 2KB):\nFULL OUT\n</persisted-output>"}]}}`,
+		`{"type":"assistant","uuid":"m6","sessionId":"s21","timestamp":"2026-04-01T10:03:00Z","message":{"model":"claude-opus-4-20250514","content":[{"type":"text","text":"Done"}],"usage":{"input_tokens":30,"output_tokens":5}}}`,
+		`{"type":"ai-title","sessionId":"s21","aiTitle":"Fixed the flaky test"}`,
+	)
+	write(filepath.Join(sdir, "subagents", "agent-a1.jsonl"),
+		`{"type":"user","uuid":"s1","isSidechain":true,"agentId":"a1","sessionId":"s21","timestamp":"2026-04-01T10:00:06Z","message":{"role":"user","content":"find the flaky test"}}`,
+		`{"type":"assistant","uuid":"s2","isSidechain":true,"agentId":"a1","sessionId":"s21","timestamp":"2026-04-01T10:00:30Z","message":{"model":"claude-haiku-4","content":[{"type":"text","text":"It is TestRace"}],"usage":{"input_tokens":100,"output_tokens":10}}}`,
+	)
+	write(filepath.Join(sdir, "subagents", "agent-a1.meta.json"), `{"agentType":"Explore","description":"find flaky"}`)
+	write(filepath.Join(sdir, "subagents", "agent-aside_question-ff.jsonl"), m1, m2,
+		`{"type":"user","uuid":"q1","isSidechain":true,"agentId":"aside_question-ff","sessionId":"s21","timestamp":"2026-04-01T10:05:00Z","message":{"role":"user","content":"what about the other one?"}}`,
+		`{"type":"assistant","uuid":"q2","isSidechain":true,"agentId":"aside_question-ff","sessionId":"s21","timestamp":"2026-04-01T10:05:10Z","message":{"content":[{"type":"text","text":"also flaky"}]}}`,
+	)
+	write(filepath.Join(sdir, "tool-results", "toolu_B.txt"), strings.Repeat("FULL OUTPUT ", 1000))
+	write(filepath.Join(sdir, "tool-results", "toolu_C.txt"), "orphan output")
+
+	items, err := ClaudeCode(filepath.Dir(sdir), ReadOptions{MaxPartBytes: 1000})
+	if err != nil || len(items) != 1 {
+		t.Fatalf("%d items, %v", len(items), err)
+	}
+	s, probs, err := items[0].Read()
+	if err != nil || len(probs) != 0 {
+		t.Fatalf("read: %v %v", err, probs)
+	}
+	var b strings.Builder
+	for _, m := range s.Messages {
+		b.WriteString(m.ExternalID + " " + m.Role + " " + m.CreatedAt.UTC().Format("15:04:05") + " [")
+		for i, p := range m.Parts {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			b.WriteString(p.Type)
+		}
+		b.WriteString("]")
+		if m.SubAgent != nil {
+			b.WriteString(" @" + m.SubAgent.ID + "/" + m.SubAgent.Type + "/" + m.SubAgent.Description)
+		}
+		b.WriteString("\n")
+	}
+	want := `s21-user-m1 user 10:00:00 [text]
+m2 assistant 10:00:05 [text]
+toolu_A assistant 10:00:05 [tool-call,tool-result]
+s21-user-s1 user 10:00:06 [text] @a1/Explore/find flaky
+s2 assistant 10:00:30 [text] @a1/Explore/find flaky
+toolu_B assistant 10:02:05 [tool-call,tool-result]
+m6 assistant 10:03:00 [text]
+s21-user-q1 user 10:05:00 [text] @aside_question-ff//
+q2 assistant 10:05:10 [text] @aside_question-ff//
+s21-result-toolu_C tool 10:03:00 [tool-result]
+`
+	if b.String() != want {
+		t.Errorf("messages:\n%s\nwant:\n%s", b.String(), want)
+	}
+	// The latest ai-title names the session; the branch is the first one; the
+	// totals are the session's own transcript's, the sub-agent's usage stays
+	// on its message.
+	if s.Title != "Fixed the flaky test" || s.GitBranch != "feat/flaky" || s.ProjectPath != "/w/app" ||
+		s.PromptTokens != 60 || s.CompletionTokens != 15 || s.Model != "claude-opus-4-20250514" {
+		t.Errorf("session = %q %q %q tokens %d/%d model %q", s.Title, s.GitBranch, s.ProjectPath, s.PromptTokens, s.CompletionTokens, s.Model)
+	}
+	if m := s.Messages[4]; m.PromptTokens == nil || *m.PromptTokens != 100 || *m.CompletionTokens != 10 {
+		t.Errorf("sub-agent message tokens = %v/%v", m.PromptTokens, m.CompletionTokens)
+	}
+	out := s.Messages[5].Parts[1].Content
+	if !strings.HasPrefix(out, "FULL OUTPUT FULL OUTPUT") || len(out) > 1000 || !strings.HasSuffix(out, "the original has 12001 bytes]") {
+		t.Errorf("externalised output = %d bytes: %q", len(out), out[max(0, len(out)-80):])
+	}
+	if got := s.Messages[2].Parts[1].Content; got != "agent report" {
+		t.Errorf("agent result = %q", got)
 	}
 }

@@ -218,7 +218,7 @@ func nonEmpty(s string) *string {
 func newSessionPayload(s *Session) api.SyncSession {
 	p := api.SyncSession{
 		ExternalID: &s.ExternalID, Source: &s.Source, Title: nonEmpty(s.Title), ProjectPath: nonEmpty(s.ProjectPath),
-		ProjectName: nonEmpty(s.ProjectName), Model: nonEmpty(s.Model), Provider: nonEmpty(s.Provider),
+		ProjectName: nonEmpty(s.ProjectName), GitBranch: nonEmpty(s.GitBranch), Model: nonEmpty(s.Model), Provider: nonEmpty(s.Provider),
 		PromptTokens: new(float64(s.PromptTokens)), CompletionTokens: new(float64(s.CompletionTokens)), Cost: &s.Cost,
 		CreatedAt: toMillis(s.CreatedAt),
 	}
@@ -240,10 +240,20 @@ func newMessagePayload(s *Session, m *Message) (api.SyncMessage, error) {
 	p := api.SyncMessage{
 		SessionExternalID: &s.ExternalID, ExternalID: &m.ExternalID, Role: &m.Role, Source: nonEmpty(s.Source),
 		Model: nonEmpty(m.Model), PromptTokens: count(m.PromptTokens), CompletionTokens: count(m.CompletionTokens),
-		DurationMs: count(m.DurationMs), CreatedAt: toMillis(m.CreatedAt), Parts: make(api.Parts, 0, len(m.Parts)),
+		DurationMs: count(m.DurationMs), CreatedAt: toMillis(m.CreatedAt), Parts: make(api.Parts, 0, len(m.Parts)+1),
 	}
 	for _, part := range m.Parts {
 		b, err := json.Marshal(part)
+		if err != nil {
+			return p, fmt.Errorf("message %s: %w", m.ExternalID, err)
+		}
+		p.Parts = append(p.Parts, b)
+	}
+	if m.SubAgent != nil {
+		b, err := json.Marshal(struct {
+			Type string `json:"type"`
+			*SubAgent
+		}{PartSubAgent, m.SubAgent})
 		if err != nil {
 			return p, fmt.Errorf("message %s: %w", m.ExternalID, err)
 		}
@@ -338,6 +348,18 @@ func storedText(m api.Message) string {
 		return *m.TextContent
 	}
 	return strings.Join(texts, "\n\n")
+}
+
+// storedResults counts a stored message's tool-result parts.
+func storedResults(m api.Message) int {
+	n := 0
+	for _, raw := range m.Parts {
+		var p struct{ Type string }
+		if json.Unmarshal(raw, &p) == nil && p.Type == PartToolResult {
+			n++
+		}
+	}
+	return n
 }
 
 // messages returns a stored session's messages.

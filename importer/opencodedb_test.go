@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -39,7 +38,6 @@ func ocPartRow(id, msg, session, data string) string {
 	return "INSERT INTO part VALUES (" + sqlString(id) + ", " + sqlString(msg) + ", " + sqlString(session) + ", 0, 0, " + sqlString(data) + ")"
 }
 
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 func TestImportReadOpenCodeDB(t *testing.T) {
 	home := t.TempDir()

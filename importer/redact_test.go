@@ -42,7 +42,10 @@ func TestUploadRedactsBeforeSending(t *testing.T) {
 	if err := os.WriteFile(p, []byte(line), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	items := []Item{{Path: p, read: func() (Session, []Problem, error) { return readClaudeCode(p, 1000) }}}
+	items, err := ClaudeCode(p, ReadOptions{MaxPartBytes: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
 	hook, found := Redaction(red)
 	var waits []time.Duration
 	if _, err := Upload(context.Background(), testClient(srv.URL, &waits), items, Options{Concurrency: 1, Singles: true, Redact: hook}); err != nil {

@@ -3,7 +3,6 @@ package importer
 import (
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 	"unicode/utf16"
@@ -14,7 +13,7 @@ import (
 // API takes.
 type Session struct {
 	ExternalID       string
-	Source           string // claude-code, opencode
+	Source           string // the Agent's Source: claude-code, codex-cli, opencode, ...
 	Title            string
 	ProjectPath      string
 	ProjectName      string
@@ -39,6 +38,20 @@ type Message struct {
 	CompletionTokens *int64
 	DurationMs       *int64
 	CreatedAt        time.Time // zero if unknown
+	// SubAgent marks a message a sub-agent wrote inside the session (Claude
+	// Code's Task agents, Gemini's sub-agents); nil for the session's own.
+	SubAgent *SubAgent
+}
+
+// SubAgent names the sub-agent a message comes from. It travels as a part
+// of type "subagent" appended to the message's parts ({"type":"subagent",
+// "agentId", "agentType", "description"}): the server stores and returns it
+// as sent, and a part of that type is never searchable, so the message's
+// text stays searchable exactly as if the session had written it.
+type SubAgent struct {
+	ID          string `json:"agentId,omitempty"`     // the assistant's id for the agent run
+	Type        string `json:"agentType,omitempty"`   // e.g. Explore, general-purpose
+	Description string `json:"description,omitempty"` // the task the session gave it
 }
 
 // Part is a message part as the sync API takes it. Text and tool-result parts
@@ -57,6 +70,7 @@ const (
 	PartToolCall   = "tool-call"
 	PartToolResult = "tool-result"
 	PartThinking   = "thinking"
+	PartSubAgent   = "subagent" // the mark of a sub-agent's message (SubAgent)
 )
 
 // Text returns the message's text parts joined by blank lines: what the
@@ -69,6 +83,17 @@ func (m Message) Text() string {
 		}
 	}
 	return strings.Join(parts, "\n\n")
+}
+
+// toolResults counts the message's tool-result parts.
+func (m Message) toolResults() int {
+	n := 0
+	for _, p := range m.Parts {
+		if p.Type == PartToolResult {
+			n++
+		}
+	}
+	return n
 }
 
 // Problem is malformed input that was reported and skipped.
@@ -103,10 +128,15 @@ const DefaultMaxPartBytes = 256 << 10
 // truncate cuts s to at most max bytes on a UTF-8 boundary and says how much
 // was cut, so a huge tool output still imports.
 func truncate(s string, max int) string {
-	if max <= 0 || len(s) <= max {
+	return truncateSized(s, max, int64(len(s)))
+}
+
+// truncateSized is truncate for s, the start of a text of size bytes.
+func truncateSized(s string, max int, size int64) string {
+	if max <= 0 || int64(len(s)) >= size && len(s) <= max {
 		return s
 	}
-	note := fmt.Sprintf("\n[... cut by hindsight import; the original has %d bytes]", len(s))
+	note := fmt.Sprintf("\n[... cut by hindsight import; the original has %d bytes]", size)
 	cut := max - len(note)
 	if cut < 0 {
 		cut = 0
@@ -157,12 +187,18 @@ func Title(prompt string) string {
 	return string(utf16.Decode(trimmed))
 }
 
-// projectName is the last element of a project path, as the plugins send it.
+// projectName is the last element of a project path, as the plugins send it
+// (path.basename on the system the assistant ran on: a Windows path splits
+// at backslashes wherever it is imported).
 func projectName(path string) string {
+	path = strings.TrimRight(path, `/\`)
 	if path == "" {
 		return ""
 	}
-	return filepath.Base(filepath.Clean(path))
+	if i := strings.LastIndexAny(path, `/\`); i >= 0 {
+		return path[i+1:]
+	}
+	return path
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -350,7 +350,7 @@ func countMessageErrors(errs []string) int {
 func sessionChanged(r api.Session, s *Session) bool {
 	str := func(stored, local string) bool { return local != "" && stored != local }
 	return r.Source != s.Source || str(r.Title, s.Title) || str(r.ProjectPath, s.ProjectPath) ||
-		str(r.ProjectName, s.ProjectName) || str(r.Model, s.Model) || str(r.Provider, s.Provider) ||
+		str(r.ProjectName, s.ProjectName) || str(r.GitBranch, s.GitBranch) || str(r.Model, s.Model) || str(r.Provider, s.Provider) ||
 		r.PromptTokens != s.PromptTokens || r.CompletionTokens != s.CompletionTokens ||
 		math.Abs(r.Cost-s.Cost) > 1e-9 || (s.DurationMs > 0 && r.DurationMs != s.DurationMs)
 }
@@ -358,23 +358,29 @@ func sessionChanged(r api.Session, s *Session) bool {
 // missing returns the local messages the server does not have: not stored
 // under their external id and, for user messages, not stored with the same
 // text either (the Claude Code plugin names user prompts by the time it sent
-// them, so an import after live sync finds them by text).
+// them, so an import after live sync finds them by text). A stored message
+// with fewer tool results than the local one is sent again (re-sending
+// replaces its parts): its tool call was stored before the result was
+// written, by an earlier import of a live session or by the plugin.
 func missing(local []Message, stored []api.Message) []Message {
 	localIDs := make(map[string]bool, len(local))
 	for _, m := range local {
 		localIDs[m.ExternalID] = true
 	}
-	ids := make(map[string]bool, len(stored))
-	userTexts := map[string]int{} // stored user prompts no local message claims by id
+	results := make(map[string]int, len(stored)) // stored id -> its tool-result parts
+	userTexts := map[string]int{}                // stored user prompts no local message claims by id
 	for _, m := range stored {
-		ids[m.ExternalID] = true
+		results[m.ExternalID] = storedResults(m)
 		if m.Role == "user" && !localIDs[m.ExternalID] {
 			userTexts[strings.TrimSpace(storedText(m))]++
 		}
 	}
 	var out []Message
 	for _, m := range local {
-		if ids[m.ExternalID] {
+		if n, ok := results[m.ExternalID]; ok {
+			if m.toolResults() > n {
+				out = append(out, m)
+			}
 			continue
 		}
 		if m.Role == "user" {

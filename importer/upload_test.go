@@ -38,30 +38,39 @@ func TestImportMissing(t *testing.T) {
 		textMsg("s-user-u3", "user", "continue"),
 		textMsg("s-user-u4", "user", "ship it"),
 		textMsg("t1", "assistant", ""),
+		{ExternalID: "toolu_1", Role: "assistant", Parts: []Part{{Type: PartToolCall, ToolName: "Bash"}, {Type: PartToolResult, Content: "ok"}}},
 	}
 	for _, tc := range []struct {
 		name   string
 		stored []api.Message
 		want   string
 	}{
-		{"nothing stored", nil, "s-user-u1 a1 s-user-u2 s-user-u3 s-user-u4 t1"},
+		{"nothing stored", nil, "s-user-u1 a1 s-user-u2 s-user-u3 s-user-u4 t1 toolu_1"},
 		{"everything stored by a previous import", []api.Message{
 			stored("s-user-u1", "user", "", `{"type":"text","content":"continue"}`), stored("a1", "assistant", "ok"),
 			stored("s-user-u2", "user", "", `{"type":"text","content":"continue"}`), stored("s-user-u3", "user", "", `{"type":"text","content":"continue"}`),
 			stored("s-user-u4", "user", "", `{"type":"text","content":"ship it"}`), stored("t1", "assistant", ""),
+			stored("toolu_1", "assistant", "", `{"type":"tool-call","toolName":"Bash"}`, `{"type":"tool-result","content":"ok"}`, `{"type":"subagent","agentId":"a"}`),
 		}, ""},
+		// The tool call was stored before its result was written: sent again.
+		{"tool call stored without its result", []api.Message{
+			stored("s-user-u1", "user", "", `{"type":"text","content":"continue"}`), stored("a1", "assistant", "ok"),
+			stored("s-user-u2", "user", "", `{"type":"text","content":"continue"}`), stored("s-user-u3", "user", "", `{"type":"text","content":"continue"}`),
+			stored("s-user-u4", "user", "", `{"type":"text","content":"ship it"}`), stored("t1", "assistant", ""),
+			stored("toolu_1", "assistant", "", `{"type":"tool-call","toolName":"Bash"}`),
+		}, "toolu_1"},
 		// The live plugin named user prompts by time: matched by text, each
 		// stored prompt claiming one local prompt.
 		{"live sync of the first turns", []api.Message{
 			stored("s-user-1736500000000", "user", "continue"), stored("a1", "assistant", "ok"),
 			stored("s-user-1736500009000", "user", "continue"),
-		}, "s-user-u3 s-user-u4 t1"},
+		}, "s-user-u3 s-user-u4 t1 toolu_1"},
 		// A prompt stored under the import's own id does not also claim a
 		// local prompt with the same text.
 		{"ids first", []api.Message{
 			stored("s-user-u1", "user", "", `{"type":"text","content":"continue"}`),
 			stored("s-user-1736500009000", "user", "  continue "),
-		}, "a1 s-user-u3 s-user-u4 t1"},
+		}, "a1 s-user-u3 s-user-u4 t1 toolu_1"},
 	} {
 		var got []string
 		for _, m := range missing(local, tc.stored) {
@@ -74,9 +83,9 @@ func TestImportMissing(t *testing.T) {
 }
 
 func TestImportSessionChanged(t *testing.T) {
-	s := &Session{ExternalID: "x", Source: "claude-code", Title: "T", ProjectPath: "/p", ProjectName: "p",
+	s := &Session{ExternalID: "x", Source: "claude-code", Title: "T", ProjectPath: "/p", ProjectName: "p", GitBranch: "main",
 		Model: "m", PromptTokens: 10, CompletionTokens: 2, Cost: 0.1 + 0.2, DurationMs: 5}
-	r := api.Session{Source: "claude-code", Title: "T", ProjectPath: "/p", ProjectName: "p", Model: "m",
+	r := api.Session{Source: "claude-code", Title: "T", ProjectPath: "/p", ProjectName: "p", GitBranch: "main", Model: "m",
 		Provider: "set by someone else", PromptTokens: 10, CompletionTokens: 2, Cost: 0.3, DurationMs: 5}
 	if sessionChanged(r, s) {
 		t.Error("equal sessions (a float sum off by an ulp, a field the import does not send) differ")
@@ -86,6 +95,7 @@ func TestImportSessionChanged(t *testing.T) {
 		"tokens": func(r *api.Session) { r.PromptTokens = 0 },
 		"cost":   func(r *api.Session) { r.Cost = 0 },
 		"source": func(r *api.Session) { r.Source = "opencode" },
+		"branch": func(r *api.Session) { r.GitBranch = "" },
 	} {
 		r2 := r
 		mut(&r2)
@@ -116,7 +126,7 @@ func TestImportStopsWhenServerUnreachable(t *testing.T) {
 	for i := range 5 {
 		p := filepath.Join(dir, fmt.Sprintf("s%d.jsonl", i))
 		os.WriteFile(p, []byte(`{"type":"user","uuid":"u","timestamp":"2025-01-01T00:00:00Z","message":{"content":"hi"}}`+"\n"), 0o644)
-		items = append(items, Item{Path: p, read: func() (Session, []Problem, error) { return readClaudeCode(p, 1000) }})
+		items = append(items, Item{Path: p, read: func() (Session, []Problem, error) { return readClaudeCodeFile(p, 1000) }})
 	}
 	c := testClient(live.URL, &waits)
 	sum, err := Upload(context.Background(), c, items, Options{Concurrency: 1, Singles: true})
@@ -125,5 +135,31 @@ func TestImportStopsWhenServerUnreachable(t *testing.T) {
 	}
 	if sum.Sessions.Failed != 1 || len(waits) != 3 {
 		t.Errorf("%d sessions failed after %d waits; want the import to stop after the first", sum.Sessions.Failed, len(waits))
+	}
+}
+
+// A sub-agent's message carries its mark as a last part of type subagent;
+// the session carries its branch.
+func TestImportPayloads(t *testing.T) {
+	s := &Session{ExternalID: "s", Source: "claude-code", GitBranch: "feat/x"}
+	if p := newSessionPayload(s); p.GitBranch == nil || *p.GitBranch != "feat/x" {
+		t.Errorf("session payload branch = %v", p.GitBranch)
+	}
+	if p := newSessionPayload(&Session{ExternalID: "s"}); p.GitBranch != nil {
+		t.Errorf("an unknown branch is sent as %q", *p.GitBranch)
+	}
+	m := textMsg("a1", "assistant", "found it")
+	m.SubAgent = &SubAgent{ID: "a17", Type: "Explore", Description: "find the handler"}
+	p, err := newMessagePayload(s, &m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parts []string
+	for _, raw := range p.Parts {
+		parts = append(parts, string(raw))
+	}
+	want := `{"type":"text","content":"found it"} {"type":"subagent","agentId":"a17","agentType":"Explore","description":"find the handler"}`
+	if strings.Join(parts, " ") != want {
+		t.Errorf("parts = %s\nwant %s", strings.Join(parts, " "), want)
 	}
 }

@@ -381,6 +381,7 @@ func (a *applier) session(in SessionIn) (*sessionState, outcome, error) {
 	setStr(&s.Provider, in.Provider)
 	setStr(&s.ProjectPath, in.ProjectPath)
 	setStr(&s.ProjectName, in.ProjectName)
+	setStr(&s.GitBranch, in.GitBranch)
 	setNum := func(dst *int64, v *int64) {
 		if v != nil {
 			*dst = *v
@@ -418,7 +419,7 @@ func (a *applier) session(in SessionIn) (*sessionState, outcome, error) {
 
 func sameSession(a, b kv.Session) bool {
 	return a.Source == b.Source && a.Title == b.Title && a.Model == b.Model && a.Provider == b.Provider &&
-		a.ProjectPath == b.ProjectPath && a.ProjectName == b.ProjectName &&
+		a.ProjectPath == b.ProjectPath && a.ProjectName == b.ProjectName && a.GitBranch == b.GitBranch &&
 		a.PromptTokens == b.PromptTokens && a.CompletionTokens == b.CompletionTokens &&
 		a.TotalTokens == b.TotalTokens && a.Cost == b.Cost && a.DurationMs == b.DurationMs
 }

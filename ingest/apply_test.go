@@ -189,13 +189,13 @@ func TestBatchCounts(t *testing.T) {
 
 func TestSessionUpdateChangesOnlyPresentFields(t *testing.T) {
 	f := newFixture(t)
-	id := f.session(`{"externalId":"cc","source":"claude-code","title":"Fix the bug","projectPath":"/p","projectName":"p","model":"m1","provider":"anthropic"}`)
+	id := f.session(`{"externalId":"cc","source":"claude-code","title":"Fix the bug","projectPath":"/p","projectName":"p","gitBranch":"fix/bug","model":"m1","provider":"anthropic"}`)
 	again := f.session(`{"externalId":"cc","source":"claude-code","promptTokens":315,"completionTokens":50,"cost":0.00123,"messageCount":99}`)
 	if again != id {
 		t.Fatalf("upsert returned a new id %s, first was %s", again, id)
 	}
 	s, _ := f.stored("cc")
-	if s.Title != "Fix the bug" || s.ProjectPath != "/p" || s.ProjectName != "p" || s.Model != "m1" || s.Provider != "anthropic" {
+	if s.Title != "Fix the bug" || s.ProjectPath != "/p" || s.ProjectName != "p" || s.GitBranch != "fix/bug" || s.Model != "m1" || s.Provider != "anthropic" {
 		t.Errorf("fields not sent were changed: %+v", s)
 	}
 	if s.PromptTokens != 315 || s.CompletionTokens != 50 || s.TotalTokens != 365 || s.Cost != 0.00123 {
@@ -203,6 +203,11 @@ func TestSessionUpdateChangesOnlyPresentFields(t *testing.T) {
 	}
 	if s.MessageCount != 0 {
 		t.Errorf("messageCount = %d; a supplied messageCount must not be stored", s.MessageCount)
+	}
+	// A new branch alone is a change.
+	f.session(`{"externalId":"cc","gitBranch":"main"}`)
+	if s, _ := f.stored("cc"); s.GitBranch != "main" || s.Title != "Fix the bug" {
+		t.Errorf("after a branch update: %+v", s)
 	}
 }
 

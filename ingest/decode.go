@@ -82,6 +82,7 @@ type SessionIn struct {
 	ExternalID                                       string
 	Source                                           string // "" when absent
 	Title, Model, Provider, ProjectPath, ProjectName *string
+	GitBranch                                        *string
 	PromptTokens, CompletionTokens, TotalTokens      *int64
 	DurationMs                                       *int64
 	Cost                                             *float64
@@ -229,6 +230,7 @@ func (c *checker) session(p *api.SyncSession) SessionIn {
 	in.Provider = c.str("provider", p.Provider, max)
 	in.ProjectPath = c.str("projectPath", p.ProjectPath, max)
 	in.ProjectName = c.str("projectName", p.ProjectName, max)
+	in.GitBranch = c.str("gitBranch", p.GitBranch, max)
 	in.PromptTokens = c.count("promptTokens", p.PromptTokens)
 	in.CompletionTokens = c.count("completionTokens", p.CompletionTokens)
 	in.TotalTokens = c.count("totalTokens", p.TotalTokens)

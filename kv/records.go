@@ -82,6 +82,7 @@ type Session struct {
 	Provider         string  `json:"provider,omitempty"`
 	ProjectPath      string  `json:"projectPath,omitempty"`
 	ProjectName      string  `json:"projectName,omitempty"`
+	GitBranch        string  `json:"gitBranch,omitempty"`
 	PromptTokens     int64   `json:"promptTokens"`
 	CompletionTokens int64   `json:"completionTokens"`
 	TotalTokens      int64   `json:"totalTokens"`

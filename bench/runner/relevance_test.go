@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -137,5 +138,36 @@ func TestStoredVectorsLookup(t *testing.T) {
 	var none *storedVectors
 	if _, _, ok := none.lookup(ctx, "doc1"); ok {
 		t.Error("a nil lookup found vectors")
+	}
+}
+
+// gitHead finds the commit of a plain checkout and of a worktree (.git a
+// file naming its git directory; refs in the common one).
+func TestGitHead(t *testing.T) {
+	root := t.TempDir()
+	write := func(rel, content string) {
+		p := filepath.Join(root, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("main/.git/HEAD", "ref: refs/heads/main\n")
+	write("main/.git/refs/heads/main", "aaaa\n")
+	write("main/.git/packed-refs", "cccc refs/heads/packed\n")
+	write("main/.git/worktrees/w/HEAD", "ref: refs/heads/w\n")
+	write("main/.git/worktrees/w/commondir", "../..\n")
+	write("main/.git/refs/heads/w", "bbbb\n")
+	write("w/.git", "gitdir: "+filepath.Join(root, "main", ".git", "worktrees", "w")+"\n")
+	write("p/.git", "gitdir: "+filepath.Join(root, "main", ".git", "worktrees", "p")+"\n")
+	write("main/.git/worktrees/p/HEAD", "ref: refs/heads/packed\n")
+	write("main/.git/worktrees/p/commondir", "../..\n")
+	for dir, want := range map[string]string{"main": "aaaa", "w": "bbbb", "p": "cccc"} {
+		t.Chdir(filepath.Join(root, dir))
+		if got := gitHead(); got != want {
+			t.Errorf("gitHead in %s = %q, want %q", dir, got, want)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,13 +30,14 @@ const benchUsage = `bench relevance --dataset DIR [--modes fulltext,semantic,hyb
                        [--store embedded|weaviate] [--text-index bleve|weaviate|both] [--out DIR] [--json]
        bench ingest    [--batch-messages N] [--batch-size N] [--singles N] [--concurrency C] [--seed S] [--json]
        bench redact    [--datasets DIR] [--labels FILE] [--seed S] [--per-kind N] [--ingest-messages N] [--rounds R] [--out DIR] [--json]
+       bench import    [--size 1GB] [--formats claude-code,codex] [--transcripts DIR|none] [--seed S] [--out DIR] [--json]
 
 See bench/README.md: bring your own data, what each metric means, comparing two commits.`
 
 func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, "Usage: hindsight "+benchUsage)
-		return &usageError{"bench needs a subcommand: relevance, load, ingest or redact"}
+		return &usageError{"bench needs a subcommand: relevance, load, ingest, redact or import"}
 	}
 	// The semantic settings (model directory, OpenAI key, WEAVIATE_URL...)
 	// come from the environment, as for serve.
@@ -65,9 +67,20 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 		return runner.Load(ctx, cfg, c, stdout, stderr)
+	case "import":
+		c, err := parseBenchImport(args[1:], stderr)
+		if err != nil {
+			return err
+		}
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("bench import runs this binary's import: %w", err)
+		}
+		c.Self = []string{exe}
+		return runner.Import(ctx, c, stdout, stderr)
 	}
 	fmt.Fprintln(stderr, "Usage: hindsight "+benchUsage)
-	return &usageError{fmt.Sprintf("unknown bench %q (relevance, load, ingest or redact)", args[0])}
+	return &usageError{fmt.Sprintf("unknown bench %q (relevance, load, ingest, redact or import)", args[0])}
 }
 
 func parseBenchRelevance(args []string, cfg *config.Config, stderr io.Writer) (runner.RelevanceConfig, error) {
@@ -240,4 +253,79 @@ func parseBenchRedact(args []string, stderr io.Writer) (runner.RedactConfig, err
 		return c, &usageError{"--per-kind and --rounds must be at least 1, --ingest-messages at least 500"}
 	}
 	return c, nil
+}
+
+func parseBenchImport(args []string, stderr io.Writer) (runner.ImportConfig, error) {
+	c := runner.ImportConfig{Command: runner.CommandLine(append([]string{"hindsight", "bench", "import"}, args...))}
+	fs := newFlags("bench import", "bench import [flags]", stderr)
+	size := fs.String("size", "1GB", "generated history per format: a number of bytes with KB, MB or GB (binary units)")
+	formats := fs.String("formats", "", "comma-separated formats to generate (default: all of "+strings.Join(historyAgents(), ", ")+")")
+	fs.StringVar(&c.Transcripts, "transcripts", "", "the real transcripts (a directory with manifest.tsv; default $HINDSIGHT_DATASETS/transcripts or ../shared/datasets/transcripts when there); none to skip")
+	fs.Uint64Var(&c.Seed, "seed", 1, "generator seed (same seed, same history)")
+	fs.StringVar(&c.Dir, "dir", "", "scratch directory for the histories and the server's data (default: a temp dir; needs about twice --size per format)")
+	fs.StringVar(&c.Out, "out", "", "directory for report.md and result.json")
+	fs.BoolVar(&c.JSON, "json", false, "print only JSON")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return c, err
+	}
+	if len(pos) > 0 {
+		return c, &usageError{fmt.Sprintf("bench import takes no arguments, got %q", pos)}
+	}
+	if c.Size, err = parseBytes(*size); err != nil || c.Size <= 0 {
+		return c, &usageError{fmt.Sprintf("--size %q: want a positive number of bytes, e.g. 200MB or 1GB", *size)}
+	}
+	for _, f := range strings.Split(*formats, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			if !slices.Contains(historyAgents(), f) {
+				return c, &usageError{fmt.Sprintf("--formats: no generator for %q (%s)", f, strings.Join(historyAgents(), ", "))}
+			}
+			c.Formats = append(c.Formats, f)
+		}
+	}
+	switch c.Transcripts {
+	case "none":
+		c.Transcripts = ""
+	case "":
+		d := filepath.Join("..", "shared", "datasets", "transcripts")
+		if ds := os.Getenv("HINDSIGHT_DATASETS"); ds != "" {
+			d = filepath.Join(ds, "transcripts")
+		}
+		if _, err := os.Stat(filepath.Join(d, "manifest.tsv")); err == nil {
+			c.Transcripts = d
+		}
+	default:
+		if _, err := os.Stat(filepath.Join(c.Transcripts, "manifest.tsv")); err != nil {
+			return c, &usageError{fmt.Sprintf("--transcripts %s: no manifest.tsv there", c.Transcripts)}
+		}
+	}
+	return c, nil
+}
+
+func historyAgents() []string {
+	var out []string
+	for _, f := range bench.HistoryFormats() {
+		out = append(out, f.Agent)
+	}
+	return out
+}
+
+// parseBytes reads 512, 64KB, 200MB or 1GB (binary units).
+func parseBytes(s string) (int64, error) {
+	s = strings.ToUpper(strings.TrimSpace(s))
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"GB", 1 << 30}, {"MB", 1 << 20}, {"KB", 1 << 10}, {"B", 1}} {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
+			break
+		}
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, err
+	}
+	return int64(f * float64(mult)), nil
 }

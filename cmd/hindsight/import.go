@@ -1,19 +1,20 @@
-// Command hindsight import reads a coding assistant's local history (Claude
-// Code transcripts, opencode's JSON storage) and uploads it to a Hindsight
-// server through the sync API, keeping the original dates. It is a client: it
-// needs a running server and an API key, not the data directory.
+// Command hindsight import reads coding assistants' local history and uploads
+// it to a Hindsight server through the sync API, keeping the original dates.
+// It is a client: it needs a running server and an API key, not the data
+// directory. The assistants it reads are importer.Agents(): a new one there
+// is a new agent here, with its default paths in --help.
 
 package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
+	"runtime"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/hindsight-dev/hindsight/config"
@@ -22,43 +23,90 @@ import (
 	"github.com/hindsight-dev/hindsight/server"
 )
 
-const importUsage = `import claude-code [DIR] [flags]   DIR defaults to ~/.claude/projects
-       import opencode [DIR] [flags]      DIR defaults to $XDG_DATA_HOME/opencode (~/.local/share/opencode)`
-
 // importConfig is what import reads from flags and the environment.
 type importConfig struct {
-	config.Config // ServerURL, APIKey (a secret: never printed), XDGDataHome
-	Kind          string
-	Dir           string
+	config.Config        // ServerURL, APIKey (a secret: never printed)
+	Agent         string // "" = every agent found under the home directory
+	Dir           string // the agent's history; "" = its default
 	Concurrency   int
 	MaxPart       int
 	Singles       bool
 	Quiet         bool
+	DryRun        bool
+}
+
+// importSynopsis is the first line of import's help.
+const importSynopsis = "import [AGENT [PATH]] [flags]"
+
+// importHelp explains import: what it does, the agents and where each keeps
+// its history on each system (from the agents' own Roots).
+func importHelp() string {
+	var b strings.Builder
+	b.WriteString(`Upload coding assistants' local history to a Hindsight server, keeping the original dates.
+
+  hindsight import                  find every assistant's history under your home directory, list it, import all of it
+  hindsight import --dry-run        only list what would be imported (no server, no key needed)
+  hindsight import AGENT [PATH]     one assistant, from PATH or its default place
+
+A re-run sends only what the server lacks (an appended session uploads its new messages); sessions
+already synced live by a plugin are completed, not duplicated. Malformed lines are reported as
+file:line and skipped.
+
+Agents and where they keep their history (~ is your home directory; the first that exists is read):
+`)
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	for _, a := range importer.Agents() {
+		fmt.Fprintf(tw, "  %s\t%s\n", a.Name, strings.Join(defaultPlaces(a), "\n  \t"))
+	}
+	tw.Flush()
+	return b.String()
+}
+
+// defaultPlaces describes where a keeps its history on Linux, macOS and
+// Windows, and what the environment changes.
+func defaultPlaces(a importer.Agent) []string {
+	none := func(string) string { return "" }
+	at := func(goos, home string, getenv func(string) string) string {
+		roots := a.Roots(home, goos, getenv)
+		if goos == "windows" {
+			for i, r := range roots {
+				roots[i] = strings.ReplaceAll(r, "/", `\`)
+			}
+		}
+		return strings.Join(roots, ", ")
+	}
+	linux, mac, win := at("linux", "~", none), at("darwin", "~", none), at("windows", "%USERPROFILE%", none)
+	var out []string
+	if linux == mac {
+		out = append(out, linux+" (Linux, macOS)")
+	} else {
+		out = append(out, linux+" (Linux)", mac+" (macOS)")
+	}
+	out = append(out, win+" (Windows)")
+	// Variables the agent reads, shown by name where they change the place.
+	named := func(k string) string { return "$" + k }
+	if env := at("linux", "~", named); env != linux {
+		out = append(out, env+" (when set)")
+	}
+	return out
 }
 
 func parseImport(args []string, stderr io.Writer) (importConfig, error) {
 	c := importConfig{Config: config.Default()}
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		fmt.Fprintln(stderr, "Usage: hindsight "+importUsage)
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			return c, flag.ErrHelp
-		}
-		return c, &usageError{"import needs a source: claude-code or opencode"}
+	fs := newFlags("import", importSynopsis, stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: hindsight %s\n\n%s\nFlags:\n", importSynopsis, importHelp())
+		fs.PrintDefaults()
 	}
-	c.Kind = args[0]
-	if c.Kind != "claude-code" && c.Kind != "opencode" {
-		fmt.Fprintln(stderr, "Usage: hindsight "+importUsage)
-		return c, &usageError{fmt.Sprintf("unknown import source %q (claude-code or opencode)", c.Kind)}
-	}
-	fs := newFlags("import "+c.Kind, "import "+c.Kind+" [DIR] [flags]", stderr)
 	fs.IntVar(&c.Concurrency, "concurrency", 4, "sessions uploaded at once")
 	fs.IntVar(&c.MaxPart, "max-part-bytes", importer.DefaultMaxPartBytes, "longest part (tool output, text) kept; longer is cut with a note")
 	fs.BoolVar(&c.Singles, "singles", false, "one request per message even if the server offers date-keeping batches")
 	fs.BoolVar(&c.Quiet, "quiet", false, "no progress bar")
+	fs.BoolVar(&c.DryRun, "dry-run", false, "list the sessions found (agent, path, count) and upload nothing")
 	ld := config.NewLoader(fs, os.LookupEnv)
 	ld.Client(&c.Config)
 	ld.Redact(&c.Config)
-	pos, err := parse(fs, args[1:])
+	pos, err := parse(fs, args)
 	if err != nil {
 		return c, err
 	}
@@ -67,15 +115,22 @@ func parseImport(args []string, stderr io.Writer) (importConfig, error) {
 	}
 	// The key is read after parsing so that --help never prints it.
 	ld.APIKey(&c.Config)
-	switch len(pos) {
-	case 0:
-		if c.Dir, err = defaultImportDir(c.Kind, c.XDGDataHome); err != nil {
-			return c, err
+	if len(pos) > 0 {
+		c.Agent = pos[0]
+		if _, ok := importer.AgentNamed(c.Agent); !ok {
+			fmt.Fprintf(stderr, "Usage: hindsight %s\n\n%s", importSynopsis, importHelp())
+			return c, &usageError{fmt.Sprintf("unknown agent %q (one of: %s)", c.Agent, strings.Join(agentNames(), ", "))}
 		}
-	case 1:
-		c.Dir = pos[0]
+	}
+	switch len(pos) {
+	case 0, 1:
+	case 2:
+		c.Dir = pos[1]
 	default:
-		return c, &usageError{fmt.Sprintf("import %s takes one directory, got %q", c.Kind, pos)}
+		return c, &usageError{fmt.Sprintf("import takes an agent and one path, got %q", pos)}
+	}
+	if c.DryRun {
+		return c, nil
 	}
 	if c.APIKey == "" {
 		return c, &usageError{"an API key is needed: pass --key or set HINDSIGHT_API_KEY (create one with: hindsight keys create --user NAME)"}
@@ -89,18 +144,70 @@ func parseImport(args []string, stderr io.Writer) (importConfig, error) {
 	return c, nil
 }
 
-func defaultImportDir(kind, xdgDataHome string) (string, error) {
+func agentNames() []string {
+	var names []string
+	for _, a := range importer.Agents() {
+		names = append(names, a.Name)
+	}
+	return names
+}
+
+// found is one agent's history: where it was read and its sessions.
+type found struct {
+	agent importer.Agent
+	path  string
+	items []importer.Item
+	err   error // the history is there but could not be listed
+}
+
+// discover finds the history of the agents to import: the one named (at
+// dir, or its first root that exists), or every agent with a root under
+// the home directory.
+func discover(c importConfig) ([]found, error) {
+	ro := importer.ReadOptions{MaxPartBytes: c.MaxPart}
+	if c.Agent != "" {
+		a, _ := importer.AgentNamed(c.Agent)
+		dir := c.Dir
+		if dir == "" {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return nil, fmt.Errorf("no home directory to find the %s history in (pass PATH): %w", a.Name, err)
+			}
+			roots := a.Roots(home, runtime.GOOS, os.Getenv)
+			dir = firstExisting(roots)
+			if dir == "" {
+				return nil, fmt.Errorf("no %s history found: none of %s exists (pass PATH)", a.Name, strings.Join(roots, ", "))
+			}
+		}
+		items, err := a.Read(dir, ro)
+		if err != nil {
+			return nil, err
+		}
+		return []found{{agent: a, path: dir, items: items}}, nil
+	}
 	home, err := os.UserHomeDir()
 	if err != nil {
-		return "", fmt.Errorf("no home directory to find the %s history in (pass DIR): %w", kind, err)
+		return nil, fmt.Errorf("no home directory to look for history in (name an agent and a PATH): %w", err)
 	}
-	if kind == "claude-code" {
-		return filepath.Join(home, ".claude", "projects"), nil
+	var out []found
+	for _, a := range importer.Agents() {
+		dir := firstExisting(a.Roots(home, runtime.GOOS, os.Getenv))
+		if dir == "" {
+			continue
+		}
+		items, err := a.Read(dir, ro)
+		out = append(out, found{agent: a, path: dir, items: items, err: err})
 	}
-	if xdgDataHome == "" {
-		xdgDataHome = filepath.Join(home, ".local", "share")
+	return out, nil
+}
+
+func firstExisting(paths []string) string {
+	for _, p := range paths {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
 	}
-	return filepath.Join(xdgDataHome, "opencode"), nil
+	return ""
 }
 
 func cmdImport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -108,17 +215,53 @@ func cmdImport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	ro := importer.ReadOptions{MaxPartBytes: c.MaxPart}
-	var items []importer.Item
-	if c.Kind == "claude-code" {
-		items, err = importer.ClaudeCode(c.Dir, ro)
-	} else {
-		items, err = importer.OpenCode(c.Dir, ro)
-	}
+	fs, err := discover(c)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "Found %d %s sessions in %s; uploading to %s\n", len(items), c.Kind, c.Dir, c.ServerURL)
+	var items []importer.Item
+	unreadable := 0
+	if c.Agent != "" {
+		items = fs[0].items
+		verb := "uploading to " + c.ServerURL
+		if c.DryRun {
+			verb = "not uploading (--dry-run)"
+		}
+		fmt.Fprintf(stdout, "Found %d %s sessions in %s; %s\n", len(items), c.Agent, fs[0].path, verb)
+	} else {
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "agent\tsessions\tpath")
+		for _, f := range fs {
+			if f.err != nil {
+				unreadable++
+				fmt.Fprintf(tw, "%s\t-\t%s\n", f.agent.Name, f.path)
+				continue
+			}
+			items = append(items, f.items...)
+			fmt.Fprintf(tw, "%s\t%d\t%s\n", f.agent.Name, len(f.items), f.path)
+		}
+		tw.Flush()
+		for _, f := range fs {
+			if f.err != nil {
+				fmt.Fprintf(stdout, "cannot read the %s history: %v\n", f.agent.Name, f.err)
+			}
+		}
+		switch {
+		case len(fs) == 0:
+			fmt.Fprintln(stdout, "No assistant's history found under your home directory (hindsight import --help lists where each is looked for).")
+			return nil
+		case c.DryRun:
+			fmt.Fprintf(stdout, "Found %d sessions of %d assistants; not uploading (--dry-run)\n", len(items), len(fs)-unreadable)
+		default:
+			fmt.Fprintf(stdout, "Found %d sessions of %d assistants; uploading to %s\n", len(items), len(fs)-unreadable, c.ServerURL)
+		}
+	}
+	if c.DryRun {
+		if unreadable > 0 {
+			return fmt.Errorf("%d assistants' history could not be read (above)", unreadable)
+		}
+		return nil
+	}
 	client := &importer.Client{URL: c.ServerURL, Key: c.APIKey, HTTP: &http.Client{
 		Timeout:   2 * time.Minute,
 		Transport: &http.Transport{MaxIdleConnsPerHost: c.Concurrency, Proxy: http.ProxyFromEnvironment},
@@ -148,6 +291,9 @@ func cmdImport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if sum.Sessions.Failed > 0 {
 		return fmt.Errorf("%d sessions did not import completely (reasons above); re-run the same command to retry them", sum.Sessions.Failed)
+	}
+	if unreadable > 0 {
+		return fmt.Errorf("%d assistants' history could not be read (above); the rest was imported", unreadable)
 	}
 	return nil
 }

@@ -169,6 +169,7 @@ type importedPart struct {
 	Text     string
 	ToolName string
 	Args     string
+	AgentID  string // a sub-agent mark's
 }
 
 // importedSessions returns every session of the key's user, with messages, by
@@ -250,9 +251,9 @@ func TestImportClaudeCode(t *testing.T) {
 	}
 	t.Logf("first import took %s:\n%s", time.Since(start).Round(time.Millisecond), out)
 	importMustContain(t, "summary", out,
-		"Found 5 claude-code sessions", // the agent-*.jsonl subagent transcript is not a session
+		"Found 5 claude-code sessions", // the agent-*.jsonl sub-agent transcript belongs to the shop session
 		"sessions: 4 imported, 0 updated, 0 unchanged, 1 skipped (nothing to import), 0 failed",
-		"messages: 2011 imported, 0 unchanged, 0 failed",
+		"messages: 2012 imported, 0 unchanged, 0 failed",
 		"skipped malformed input (1):",
 		"5f0c3a9e-1111-4222-8333-444455556666.jsonl:6: skipped: not a transcript line",
 	)
@@ -268,7 +269,7 @@ func TestImportClaudeCode(t *testing.T) {
 		Title:       "The checkout page redirects to /login in a loop after the session cookie...",
 		ProjectPath: "/home/dev/shop", ProjectName: "shop", Model: "claude-sonnet-4-20250514",
 		PromptTokens: 27 + 2150 + 6100, CompletionTokens: 205, Cost: shop.Cost, DurationMs: 256661,
-		MessageCount: 6, CreatedAt: isoMillis("2025-03-14T09:26:53.589Z"), UpdatedAt: isoMillis("2025-03-14T09:31:10.250Z"),
+		MessageCount: 7, CreatedAt: isoMillis("2025-03-14T09:26:53.589Z"), UpdatedAt: isoMillis("2025-03-14T09:31:10.250Z"),
 		Messages: shop.Messages,
 	}
 	if asJSON(shop) != asJSON(wantShop) {
@@ -287,6 +288,8 @@ func TestImportClaudeCode(t *testing.T) {
 		{"a-1", "assistant", "2025-03-14T09:26:58.000Z", "thinking,text"},
 		{"toolu_01A", "assistant", "2025-03-14T09:27:01.000Z", "tool-call,tool-result"},
 		{"a-3", "assistant", "2025-03-14T09:27:30.000Z", "text"},
+		// The sub-agent's prompt, from agent-0a1b2c3d.jsonl, marked as its.
+		{"5f0c3a9e-1111-4222-8333-444455556666-user-sa-u", "user", "2025-03-14T09:28:00.000Z", "text,subagent"},
 		{"5f0c3a9e-1111-4222-8333-444455556666-user-u-4", "user", "2025-03-14T09:30:00.000Z", "text"},
 		{"a-4", "assistant", "2025-03-14T09:31:10.250Z", "text"},
 	}
@@ -303,6 +306,9 @@ func TestImportClaudeCode(t *testing.T) {
 			t.Errorf("message %d = %s %s %d [%s], want %s %s %d [%s]", i, m.ExternalID, m.Role, m.CreatedAt,
 				strings.Join(types, ","), w.id, w.role, isoMillis(w.at), w.parts)
 		}
+	}
+	if sub := shop.Messages[4].Parts; len(sub) != 2 || sub[1].Type != "subagent" || sub[1].AgentID != "0a1b2c3d" {
+		t.Errorf("sub-agent mark = %+v", sub)
 	}
 	if call := shop.Messages[2].Parts; len(call) == 2 && (call[0].ToolName != "Grep" || call[0].Args != `{"pattern":"redirect\\(","path":"src/middleware"}` ||
 		!strings.Contains(call[1].Content, "auth.ts:41")) {
@@ -362,7 +368,7 @@ func TestImportClaudeCode(t *testing.T) {
 	}
 	importMustContain(t, "re-import summary", out,
 		"sessions: 0 imported, 0 updated, 4 unchanged, 1 skipped (nothing to import), 0 failed",
-		"messages: 0 imported, 2011 unchanged, 0 failed")
+		"messages: 0 imported, 2012 unchanged, 0 failed")
 	again := ta.importedSessions(key)
 	for id, s := range ss {
 		if asJSON(again[id]) != asJSON(s) {
@@ -469,13 +475,13 @@ func testImportResumes(t *testing.T, mode string) {
 	}
 	importMustContain(t, "summary", out,
 		"sessions: 1 imported, 1 updated, 0 unchanged, 1 skipped (nothing to import), 0 failed",
-		"messages: 6 imported, 2 unchanged, 0 failed")
+		"messages: 7 imported, 2 unchanged, 0 failed")
 	s := ta.importedSessions(key)[sid]
 	var ids []string
 	for _, m := range s.Messages {
 		ids = append(ids, m.ExternalID)
 	}
-	if got := strings.Join(ids, " "); got != sid+"-user-1741944413589 a-1 toolu_01A a-3 "+sid+"-user-u-4 a-4" {
+	if got := strings.Join(ids, " "); got != sid+"-user-1741944413589 a-1 toolu_01A a-3 "+sid+"-user-sa-u "+sid+"-user-u-4 a-4" {
 		t.Errorf("messages after import: %s", got)
 	}
 	if s.Title != "The checkout page redirects to /login in a loop after the session cookie..." || s.PromptTokens != 8277 {
@@ -573,14 +579,14 @@ func TestImportRetriesAndReportsFailures(t *testing.T) {
 	importMustContain(t, "summary", out,
 		"(one request per message)",
 		"sessions: 1 imported, 0 updated, 0 unchanged, 1 skipped (nothing to import), 1 failed",
-		"messages: 7 imported, 0 unchanged, 1 failed",
+		"messages: 8 imported, 0 unchanged, 1 failed",
 		"failed (1):",
 		"5f0c3a9e-1111-4222-8333-444455556666 (", "message a-3 refused: 400 Bad Request: this test refuses it")
 	if f.retried != 2 {
 		t.Errorf("%d 503s served, want 2 (retried)", f.retried)
 	}
 	s := ta.importedSessions(key)["5f0c3a9e-1111-4222-8333-444455556666"]
-	if len(s.Messages) != 5 || s.Messages[1].ExternalID != "a-1" {
+	if len(s.Messages) != 6 || s.Messages[1].ExternalID != "a-1" {
 		t.Errorf("after the failed run: %d messages %v", len(s.Messages), s.Messages)
 	}
 
@@ -589,9 +595,193 @@ func TestImportRetriesAndReportsFailures(t *testing.T) {
 		t.Fatalf("second run: %v\n%s\n%s", err, out, errOut)
 	}
 	importMustContain(t, "second run", out,
-		"sessions: 0 imported, 1 updated, 1 unchanged", "messages: 1 imported, 7 unchanged, 0 failed")
+		"sessions: 0 imported, 1 updated, 1 unchanged", "messages: 1 imported, 8 unchanged, 0 failed")
 	s = ta.importedSessions(key)["5f0c3a9e-1111-4222-8333-444455556666"]
-	if len(s.Messages) != 6 || s.Messages[5].ExternalID != "a-3" || s.Messages[5].CreatedAt != isoMillis("2025-03-14T09:27:30.000Z") {
+	if len(s.Messages) != 7 || s.Messages[6].ExternalID != "a-3" || s.Messages[6].CreatedAt != isoMillis("2025-03-14T09:27:30.000Z") {
 		t.Errorf("after the second run: %v", s.Messages)
+	}
+}
+
+// appendLines appends lines to a file.
+func appendLines(t *testing.T, path string, lines ...string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(strings.Join(lines, "\n") + "\n"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeLines writes lines as a new file, creating its directory.
+func writeLines(t *testing.T, path string, lines ...string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A session file an assistant keeps appending to: each run uploads only the
+// new messages, and a tool call stored before its result was written is
+// sent again with it.
+func TestImportIncremental(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("CODEX_HOME", "")
+	t.Setenv("CLAUDE_CONFIG_DIR", "")
+	ta := newTestApp(t, t.TempDir())
+	key := ta.key("ivy")
+	const sid = "3c3c3c3c-0000-4000-8000-000000000001"
+	cc := filepath.Join(home, ".claude", "projects", "-home-ivy-app", sid+".jsonl")
+	writeLines(t, cc,
+		`{"type":"user","uuid":"u1","sessionId":"`+sid+`","cwd":"/home/ivy/app","gitBranch":"main","timestamp":"2026-01-10T10:00:00.000Z","message":{"role":"user","content":"run the tests"}}`,
+		`{"type":"assistant","uuid":"a1","sessionId":"`+sid+`","timestamp":"2026-01-10T10:00:05.000Z","message":{"model":"claude-sonnet-4-20250514","content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"go test ./..."}}],"usage":{"input_tokens":10,"output_tokens":5}}}`)
+	const rid = "019c0000-0000-7000-8000-000000000001"
+	cx := filepath.Join(home, ".codex", "sessions", "2026", "01", "10", "rollout-2026-01-10T10-00-00-"+rid+".jsonl")
+	writeLines(t, cx,
+		`{"timestamp":"2026-01-10T11:00:00.000Z","type":"session_meta","payload":{"id":"`+rid+`","timestamp":"2026-01-10T11:00:00.000Z","cwd":"/home/ivy/api","cli_version":"0.118.0","git":{"branch":"feat/x"}}}`,
+		`{"timestamp":"2026-01-10T11:00:01.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"add a health check"}]}}`,
+		`{"timestamp":"2026-01-10T11:00:02.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Adding /health."}]}}`)
+
+	args := []string{"import", "--server", ta.srv.URL, "--key", key, "--quiet"}
+	out, errOut, err := importRun(t, args...)
+	if err != nil {
+		t.Fatalf("import: %v\n%s\n%s", err, out, errOut)
+	}
+	importMustContain(t, "first run", out, "sessions: 2 imported", "messages: 4 imported, 0 unchanged, 0 failed")
+
+	appendLines(t, cc,
+		`{"type":"user","uuid":"u2","sessionId":"`+sid+`","timestamp":"2026-01-10T10:00:09.000Z","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"ok  app 0.4s (gnuresult)"}]}}`,
+		`{"type":"assistant","uuid":"a2","sessionId":"`+sid+`","timestamp":"2026-01-10T10:00:12.000Z","message":{"model":"claude-sonnet-4-20250514","content":[{"type":"text","text":"All tests pass."}],"usage":{"input_tokens":20,"output_tokens":6}}}`)
+	appendLines(t, cx,
+		`{"timestamp":"2026-01-10T11:00:03.000Z","type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{\"command\":[\"make\"]}","call_id":"call_9"}}`,
+		`{"timestamp":"2026-01-10T11:00:04.000Z","type":"response_item","payload":{"type":"function_call_output","call_id":"call_9","output":"built"}}`,
+		`{"timestamp":"2026-01-10T11:00:05.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Done."}]}}`)
+	out, errOut, err = importRun(t, args...)
+	if err != nil {
+		t.Fatalf("second run: %v\n%s\n%s", err, out, errOut)
+	}
+	// Claude Code: the tool call again (now with its result) and the answer;
+	// Codex: the call and the answer. The four stored messages stay as they are.
+	importMustContain(t, "second run", out, "sessions: 0 imported, 2 updated, 0 unchanged", "messages: 4 imported, 3 unchanged, 0 failed")
+	ss := ta.importedSessions(key)
+	c := ss[sid]
+	if len(c.Messages) != 3 || len(c.Messages[1].Parts) != 2 || c.Messages[1].Parts[1].Content != "ok  app 0.4s (gnuresult)" ||
+		c.PromptTokens != 30 || c.Messages[2].CreatedAt != isoMillis("2026-01-10T10:00:12.000Z") {
+		t.Errorf("claude code session after the append: %v", c)
+	}
+	x := ss[rid]
+	if len(x.Messages) != 4 || x.Source != "codex-cli" || x.Messages[3].ExternalID != rid+"-L6" || x.ProjectPath != "/home/ivy/api" {
+		t.Errorf("codex session after the append: %v", x)
+	}
+	var branches struct {
+		Sessions []struct{ ExternalID, GitBranch string }
+	}
+	apiGet(t, ta.srv.URL, key, "/api/sessions", &branches)
+	for _, s := range branches.Sessions {
+		if want := map[string]string{sid: "main", rid: "feat/x"}[s.ExternalID]; s.GitBranch != want {
+			t.Errorf("%s: gitBranch %q, want %q", s.ExternalID, s.GitBranch, want)
+		}
+	}
+	out, _, err = importRun(t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	importMustContain(t, "third run", out, "sessions: 0 imported, 0 updated, 2 unchanged", "messages: 0 imported, 7 unchanged, 0 failed")
+}
+
+// Without an agent, import finds each assistant's history at its default
+// place under $HOME (or where its variable points), lists it, and
+// --dry-run uploads nothing and needs no key.
+func TestImportDiscovery(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("HINDSIGHT_API_KEY", "")
+	t.Setenv("CLAUDE_CONFIG_DIR", "")
+	t.Setenv("XDG_DATA_HOME", "")
+	codexHome := filepath.Join(t.TempDir(), "codex-elsewhere")
+	t.Setenv("CODEX_HOME", codexHome)
+	writeLines(t, filepath.Join(home, ".claude", "projects", "-p", "s1.jsonl"),
+		`{"type":"user","uuid":"u","timestamp":"2026-01-01T00:00:00Z","message":{"content":"hello claude"}}`)
+	writeLines(t, filepath.Join(codexHome, "sessions", "2026", "01", "01", "rollout-2026-01-01T00-00-00-5973b6c0-94b8-487b-a530-2aeb6098ae0e.jsonl"),
+		`{"timestamp":"2026-01-01T00:00:00Z","type":"session_meta","payload":{"id":"5973b6c0-94b8-487b-a530-2aeb6098ae0e"}}`,
+		`{"timestamp":"2026-01-01T00:00:01Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"hello codex"}]}}`)
+	writeLines(t, filepath.Join(home, ".codex", "sessions", "rollout-2026-01-01T00-00-00-6973b6c0-94b8-487b-a530-2aeb6098ae0e.jsonl"),
+		`{"timestamp":"2026-01-01T00:00:00Z","type":"session_meta","payload":{"id":"6973b6c0-94b8-487b-a530-2aeb6098ae0e"}}`) // not read: CODEX_HOME is set
+	writeLines(t, filepath.Join(home, ".gemini", "tmp", "proj", "chats", "session-2026-01-01T00-00-aaaaaaaa.jsonl"),
+		`{"sessionId":"aaaaaaaa-0000-4000-8000-000000000000","startTime":"2026-01-01T00:00:00Z"}`,
+		`{"id":"m1","timestamp":"2026-01-01T00:00:01Z","type":"user","content":[{"text":"hello gemini"}]}`)
+	writeLines(t, filepath.Join(home, ".qwen", "projects", "p", "chats", "q1.jsonl"),
+		`{"uuid":"u","sessionId":"q1","timestamp":"2026-01-01T00:00:00Z","type":"user","message":{"role":"user","parts":[{"text":"hello qwen"}]}}`)
+	opencode := filepath.Join(home, ".local", "share", "opencode")
+	if err := os.MkdirAll(filepath.Dir(opencode), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(importFixture(t, "opencode"), opencode); err != nil {
+		t.Fatal(err)
+	}
+
+	out, errOut, err := importRun(t, "import", "--dry-run")
+	if err != nil {
+		t.Fatalf("dry run: %v\n%s\n%s", err, out, errOut)
+	}
+	for _, row := range []string{
+		"claude-code  1         " + filepath.Join(home, ".claude", "projects"),
+		"codex        1         " + codexHome,
+		"gemini       1         " + filepath.Join(home, ".gemini"),
+		"qwen         1         " + filepath.Join(home, ".qwen"),
+		"opencode     2         " + opencode,
+		"Found 6 sessions of 5 assistants; not uploading (--dry-run)",
+	} {
+		importMustContain(t, "dry run", out, row)
+	}
+	if strings.Contains(out, "Done in") {
+		t.Errorf("--dry-run uploaded:\n%s", out)
+	}
+
+	ta := newTestApp(t, t.TempDir())
+	key := ta.key("jo")
+	out, errOut, err = importRun(t, "import", "--server", ta.srv.URL, "--key", key)
+	if err != nil {
+		t.Fatalf("import: %v\n%s\n%s", err, out, errOut)
+	}
+	importMustContain(t, "import", out, "sessions: 6 imported, 0 updated, 0 unchanged, 0 skipped")
+	importMustContain(t, "progress", errOut, "sessions: 100%")
+	sources := map[string]int{}
+	for _, s := range ta.importedSessions(key) {
+		sources[s.Source]++
+	}
+	if asJSON(sources) != `{"claude-code":1,"codex-cli":1,"gemini-cli":1,"opencode":2,"qwen-code":1}` {
+		t.Errorf("sources = %v", sources)
+	}
+
+	// Nothing found is said, not an error.
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("CODEX_HOME", "")
+	out, _, err = importRun(t, "import", "--dry-run")
+	if err != nil || !strings.Contains(out, "No assistant's history found") {
+		t.Errorf("empty home: %v\n%s", err, out)
+	}
+	// One agent with nothing at its default place: a clear error.
+	if _, _, err := importRun(t, "import", "qwen", "--dry-run"); err == nil || !strings.Contains(err.Error(), "no qwen history found") {
+		t.Errorf("import qwen with no history: %v", err)
+	}
+}
+
+// --help names every agent and where it looks on each system.
+func TestImportHelp(t *testing.T) {
+	_, errOut, err := importRun(t, "import", "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	importMustContain(t, "help", errOut, "--dry-run", "~/.claude/projects (Linux, macOS)", `%USERPROFILE%\.codex (Windows)`,
+		"$CODEX_HOME (when set)", "~/.gemini", "~/.qwen", "opencode")
+	for _, a := range agentNames() {
+		importMustContain(t, "help", errOut, "  "+a+" ")
 	}
 }

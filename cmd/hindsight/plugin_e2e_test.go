@@ -180,16 +180,31 @@ func TestPluginClaudeCodeSync(t *testing.T) {
 	rec.check(t)
 
 	// Importing the same transcript after live sync finds everything already
-	// there: same ids, same numbers (the importer mirrors the plugin).
-	out, errOut, err := importRun(t, "import", "claude-code", filepath.Join(home, ".claude", "projects"), "--server", srv.URL, "--key", key, "--quiet")
+	// there (same ids, same numbers: the importer mirrors the plugin) but the
+	// tool's output, which the plugin did not send: the call is sent again
+	// with it (and its model), and nothing else changes.
+	args := []string{"import", "claude-code", filepath.Join(home, ".claude", "projects"), "--server", srv.URL, "--key", key, "--quiet"}
+	out, errOut, err := importRun(t, args...)
 	if err != nil {
 		t.Fatalf("import after live sync: %v\n%s\n%s", err, out, errOut)
 	}
 	importMustContain(t, "import after live sync", out,
-		"sessions: 0 imported, 0 updated, 1 unchanged", "messages: 0 imported, 4 unchanged, 0 failed")
-	if got := fetchSessions(t, srv.URL, key); asJSON(got) != asJSON(ss) {
-		t.Errorf("import after live sync changed the session:\nbefore %s\nafter  %s", asJSON(ss), asJSON(got))
+		"sessions: 0 imported, 1 updated, 0 unchanged", "messages: 1 imported, 3 unchanged, 0 failed")
+	got := fetchSessions(t, srv.URL, key)
+	stored := ss[sid]
+	stored.UpdatedAt = got[sid].UpdatedAt
+	stored.Messages = append([]importedMessage(nil), stored.Messages...)
+	stored.Messages[1].Parts = append(append([]importedPart(nil), stored.Messages[1].Parts...),
+		importedPart{Type: "tool-result", Content: "auth.go\ncallback.go", ToolName: "Bash"})
+	stored.Messages[1].Model = "claude-sonnet-4-20250514" // the transcript's, which the hook does not send
+	if asJSON(got) != asJSON(map[string]importedSession{sid: stored}) {
+		t.Errorf("import after live sync:\nbefore %s\nafter  %s\nwant   %s", asJSON(ss), asJSON(got), asJSON(stored))
 	}
+	out, errOut, err = importRun(t, args...)
+	if err != nil {
+		t.Fatalf("second import: %v\n%s\n%s", err, out, errOut)
+	}
+	importMustContain(t, "second import", out, "sessions: 0 imported, 0 updated, 1 unchanged", "messages: 0 imported, 4 unchanged, 0 failed")
 }
 
 // installClaudeCodeSync installs the plugin into the git-ignored cache and

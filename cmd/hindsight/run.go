@@ -25,7 +25,7 @@ Usage:
   hindsight restore FILE --data DIR                                     restore a backup into an empty directory
   hindsight redact [--data DIR] [--dry-run]                              redact secrets in stored sessions (works while serving)
   hindsight bench  relevance|load|ingest [flags]                        benchmarks (see: hindsight bench)
-  hindsight import claude-code|opencode [DIR] [--server URL] [--key KEY] upload local history, keeping its dates
+  hindsight import [AGENT [PATH]] [--dry-run] [--server URL] [--key KEY] upload assistants' local history, keeping its dates
   hindsight mcp    (env HINDSIGHT_URL, HINDSIGHT_API_KEY)               MCP server on stdin/stdout for coding assistants
   hindsight healthcheck [--addr A]                                      exit 0 if the server answers /health (container HEALTHCHECK)
   hindsight version

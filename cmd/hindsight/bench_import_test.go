@@ -1,0 +1,87 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hindsight-dev/hindsight/bench"
+	"github.com/hindsight-dev/hindsight/bench/runner"
+)
+
+// TestBenchImport runs bench import on a small generated history of every
+// format and on the real transcripts, with this test binary as the
+// hindsight it runs (TestMain re-runs main). It asserts the shape of the
+// result and that every generated message arrived, never a timing.
+func TestBenchImport(t *testing.T) {
+	src := transcriptsDir(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	c := runner.ImportConfig{Size: 512 << 10, Seed: 3, Transcripts: src, Out: out, JSON: true, Command: "test",
+		Self: []string{os.Args[0], "-test.run=^$", "--"}, Env: []string{"HINDSIGHT_TEST_RUN_MAIN=1"}, Dir: t.TempDir()}
+	if err := runner.Import(ctx, c, &stdout, &stderr); err != nil {
+		t.Fatalf("bench import: %v\n%s", err, stderr.String())
+	}
+	var res bench.ImportResult
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		t.Fatalf("stdout is not one JSON result: %v\n%s", err, stdout.String())
+	}
+	kinds := map[string]bool{}
+	for _, r := range res.Runs {
+		kinds[r.Kind+" "+r.Agent] = true
+		if r.Note != "" && r.Kind == "generated" {
+			t.Errorf("%s %s: %s", r.Kind, r.Agent, r.Note)
+		}
+		if r.Note != "" {
+			continue // a real agent without an importer in this build
+		}
+		if r.Sessions == 0 || r.Messages == 0 || r.Bytes == 0 || r.ParseMBps <= 0 || r.ImportMBps <= 0 || r.ImportSeconds <= 0 {
+			t.Errorf("run %+v lacks a measurement", r)
+		}
+		if runtime.GOOS == "linux" && (r.PeakRSSBytes <= 0 || r.PeakRSSBytes > 4<<30) { // read from /proc
+			t.Errorf("%s %s: peak RSS %d bytes is not a measurement", r.Kind, r.Agent, r.PeakRSSBytes)
+		}
+	}
+	for _, want := range []string{"generated claude-code", "generated codex", "real claude-code", "real codex", "real gemini", "real qwen"} {
+		if !kinds[want] {
+			t.Errorf("no %s run in %v", want, kinds)
+		}
+	}
+	report, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil || !strings.Contains(string(report), "| generated codex |") || !strings.Contains(string(report), "commit: ") {
+		t.Errorf("report.md: %v\n%s", err, report)
+	}
+}
+
+func TestBenchImportFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		ok   bool
+	}{
+		{[]string{"--size", "200MB", "--transcripts", "none"}, true},
+		{[]string{"--size", "1.5GB", "--formats", "codex", "--transcripts", "none"}, true},
+		{[]string{"--size", "lots"}, false},
+		{[]string{"--formats", "notepad"}, false},
+		{[]string{"--transcripts", t.TempDir()}, false},
+		{[]string{"extra"}, false},
+	} {
+		c, err := parseBenchImport(tc.args, &bytes.Buffer{})
+		if (err == nil) != tc.ok {
+			t.Errorf("bench import %q: %v", tc.args, err)
+		}
+		if tc.ok && c.Transcripts != "" {
+			t.Errorf("bench import %q: transcripts %q, want none", tc.args, c.Transcripts)
+		}
+	}
+	if n, err := parseBytes("1.5GB"); err != nil || n != 3<<29 {
+		t.Errorf("parseBytes(1.5GB) = %d, %v", n, err)
+	}
+}
