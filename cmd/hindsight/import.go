@@ -161,7 +161,7 @@ type found struct {
 }
 
 // discover finds the history of the agents to import: the one named (at
-// dir, or its first root that exists), or every agent with a root under
+// dir, or its first root that exists), or every agent with sessions under
 // the home directory.
 func discover(c importConfig) ([]found, error) {
 	ro := importer.ReadOptions{MaxPartBytes: c.MaxPart}
@@ -196,6 +196,12 @@ func discover(c importConfig) ([]found, error) {
 			continue
 		}
 		items, err := a.Read(dir, ro)
+		if err == nil && len(items) == 0 {
+			// Agents whose histories live inside projects (aider, specstory)
+			// search the home directory, which always exists: an agent counts
+			// as found only when it has sessions.
+			continue
+		}
 		out = append(out, found{agent: a, path: dir, items: items, err: err})
 	}
 	return out, nil
