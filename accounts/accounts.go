@@ -30,6 +30,10 @@ const shownPrefix = len(KeyPrefix) + 6
 // ErrUnauthorized: the key is missing, malformed, unknown or revoked.
 var ErrUnauthorized = errors.New("invalid API key")
 
+// ErrBadPrefix: a prefix given to Revoke names no single key (too short,
+// or shared by several active keys); the caller must give a longer one.
+var ErrBadPrefix = errors.New("give the key prefix shown in the key list")
+
 // Accounts is safe for concurrent use.
 type Accounts struct {
 	store *kv.Store
@@ -186,7 +190,7 @@ func (a *Accounts) Keys(ctx context.Context, userID string) ([]kv.APIKey, error)
 // exactly one active key matches, so an ambiguous prefix revokes nothing.
 func (a *Accounts) Revoke(ctx context.Context, userID, prefix string) (kv.APIKey, error) {
 	if len(prefix) < len(KeyPrefix)+2 {
-		return kv.APIKey{}, fmt.Errorf("prefix %q is too short: give the prefix shown by `hindsight keys list`", prefix)
+		return kv.APIKey{}, fmt.Errorf("prefix %q is too short (%w, `hindsight keys list`)", prefix, ErrBadPrefix)
 	}
 	var rec kv.APIKey
 	err := a.store.Commit(ctx, func(tx *kv.Tx) error {
@@ -205,7 +209,7 @@ func (a *Accounts) Revoke(ctx context.Context, userID, prefix string) (kv.APIKey
 			return fmt.Errorf("no active key with prefix %q: %w", prefix, kv.ErrNotFound)
 		case 1:
 		default:
-			return fmt.Errorf("%d active keys start with %q: give a longer prefix", len(match), prefix)
+			return fmt.Errorf("%d active keys start with %q: give a longer prefix (%w)", len(match), prefix, ErrBadPrefix)
 		}
 		rec = match[0]
 		rec.Revoked = a.now().UnixMilli()

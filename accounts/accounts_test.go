@@ -310,8 +310,11 @@ func TestRevokeAmbiguousPrefixRevokesNothing(t *testing.T) {
 		t.Fatal("1000 keys without two sharing a 2-character prefix: keys are not random")
 	}
 	_, err := a.Revoke(ctx, ann.ID, shared)
-	if err == nil || !strings.Contains(err.Error(), "give a longer prefix") {
-		t.Fatalf("ambiguous prefix %q: %v, want an error asking for a longer prefix", shared, err)
+	if err == nil || !strings.Contains(err.Error(), "give a longer prefix") || !errors.Is(err, accounts.ErrBadPrefix) {
+		t.Fatalf("ambiguous prefix %q: %v, want ErrBadPrefix asking for a longer prefix", shared, err)
+	}
+	if _, err := a.Revoke(ctx, ann.ID, "osk_"); !errors.Is(err, accounts.ErrBadPrefix) {
+		t.Errorf("a prefix too short to name a key: %v, want ErrBadPrefix", err)
 	}
 	for _, k := range keys {
 		if _, err := a.Authenticate(ctx, k); err != nil {

@@ -480,6 +480,11 @@ func TestSettingsKeys(t *testing.T) {
 		t.Errorf("row after revoke %q", got)
 	}
 	b.post("/settings/keys/revoke", url.Values{"prefix": {prefix}}).want(t, http.StatusNotFound)
+	// A prefix that names no single key is the form's fault, not the
+	// server's (it was a 500).
+	for _, bad := range []string{"", "osk_", "osk_x"} {
+		b.post("/settings/keys/revoke", url.Values{"prefix": {bad}}).want(t, http.StatusBadRequest)
+	}
 	b.post("/settings/keys", url.Values{"label": {strings.Repeat("x", 201)}}).want(t, http.StatusBadRequest)
 }
 

@@ -117,6 +117,9 @@ func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request, v *viewer) er
 	if errors.Is(err, kv.ErrNotFound) {
 		return errNotFound("There is no active key " + prefix + " in your account.")
 	}
+	if errors.Is(err, accounts.ErrBadPrefix) {
+		return errBadRequest("Nothing was revoked: choose the key to revoke in the list below.")
+	}
 	if err != nil {
 		return err
 	}

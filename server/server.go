@@ -55,6 +55,7 @@ type Server struct {
 
 	cfg      config.Config
 	handler  http.Handler
+	router   *mux.Router
 	log      zerolog.Logger
 	timeouts httpTimeouts
 	// needsRebuild: the index is new or incomplete and Background must
@@ -160,7 +161,7 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger) (*Server, e
 	// MCP clients authenticate with the same keys and share the per-key
 	// rate limit; a bad key is a 401 before any MCP exchange.
 	r.Handle("/mcp", s.API.Authenticated(mcpd.Handler(st, s.Search, httpd.UserID, log, Version)))
-	s.handler = s.API.Handler(r)
+	s.handler, s.router = s.API.Handler(r), r
 	return s, nil
 }
 
@@ -187,6 +188,33 @@ func NewRedactor(c config.Redact) (*redact.Redactor, error) {
 
 // Handler answers the API, the dashboard and /metrics.
 func (s *Server) Handler() http.Handler { return s.handler }
+
+// Route is one route of the router: its path template (a prefix route's
+// template is its prefix) and its methods, none meaning any method.
+type Route struct {
+	Path    string
+	Methods []string
+}
+
+// Routes lists every route Handler serves, in registration order. The
+// adversarial suite (cmd/hindsight) walks it so that a route added without
+// an attack case fails it.
+func (s *Server) Routes() ([]Route, error) {
+	var out []Route
+	err := s.router.Walk(func(r *mux.Route, _ *mux.Router, _ []*mux.Route) error {
+		p, err := r.GetPathTemplate()
+		if err != nil {
+			return fmt.Errorf("route without a path: %w", err)
+		}
+		m, err := r.GetMethods()
+		if err != nil && len(m) == 0 {
+			m = nil // no method matcher: any method
+		}
+		out = append(out, Route{Path: p, Methods: m})
+		return nil
+	})
+	return out, err
+}
 
 func (s *Server) metricSources() metrics.Sources {
 	sem := s.Semantic
