@@ -1,13 +1,10 @@
 package importer
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -82,7 +79,8 @@ func Copilot(root string, opts ReadOptions) ([]Item, error) {
 }
 
 func copilotItem(path string, opts ReadOptions) Item {
-	return Item{Path: path, read: func() (Session, []Problem, error) { return readCopilot(path, opts.maxPart()) }}
+	return Item{Path: path, read: func() (Session, []Problem, error) { return readCopilot(path, opts.maxPart()) },
+		follow: copilotFollow(path, opts.maxPart())}
 }
 
 type cpEvent struct {
@@ -156,35 +154,31 @@ type cpReader struct {
 	last    time.Time
 }
 
-func readCopilot(path string, maxPart int) (Session, []Problem, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return Session{}, nil, err
-	}
-	defer f.Close()
+func newCPReader(path string, maxPart int) *cpReader {
 	r := &cpReader{path: path, maxPart: maxPart, tools: map[string]int{}}
 	id := strings.TrimSuffix(filepath.Base(path), ".jsonl")
 	if id == "events" {
 		id = filepath.Base(filepath.Dir(path))
 	}
 	r.s = Session{ExternalID: id, Source: SourceCopilot}
-	br := bufio.NewReaderSize(f, 1<<20)
-	for n := 1; ; n++ {
-		line, err := br.ReadBytes('\n')
-		if len(bytes.TrimSpace(line)) > 0 {
-			r.line(n, line)
-		}
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return Session{}, r.probs, fmt.Errorf("read %s: %w", path, err)
-		}
+	return r
+}
+
+func readCopilot(path string, maxPart int) (Session, []Problem, error) {
+	r := newCPReader(path, maxPart)
+	if err := readLines(path, r.line); err != nil {
+		return Session{}, r.probs, err
 	}
-	if filepath.Base(path) == "events.jsonl" {
-		r.workspace(filepath.Join(filepath.Dir(path), "workspace.yaml"))
+	return r.result(), r.probs, nil
+}
+
+// result is the session read so far, with what the newer layout's
+// workspace.yaml says of it; the reader can go on.
+func (r *cpReader) result() Session {
+	if filepath.Base(r.path) == "events.jsonl" {
+		r.workspace(filepath.Join(filepath.Dir(r.path), "workspace.yaml"))
 	}
-	return r.finish(), r.probs, nil
+	return r.finish()
 }
 
 func (r *cpReader) problem(n int, format string, args ...any) {
