@@ -380,7 +380,7 @@ func missing(local []Message, stored []api.Message) []Message {
 	for _, m := range local {
 		localIDs[m.ExternalID] = true
 	}
-	results := make(map[string]int, len(stored)) // stored id -> its tool-result parts
+	results := make(map[string]int, len(stored))  // stored id -> its tool-result parts
 	texts := make(map[string]string, len(stored)) // stored id -> its text
 	userTexts := map[string]int{}                 // stored user prompts no local message claims by id
 	for _, m := range stored {

@@ -229,8 +229,8 @@ type follower struct {
 	// fresh: nothing of it is known to be on the server (never synced by a
 	// watcher, or a file was replaced): compare with the server first.
 	fresh   bool
-	reset   bool // read it again from the start of its files at the next pass
-	pending bool // a change the server has not acknowledged
+	reset   bool      // read it again from the start of its files at the next pass
+	pending bool      // a change the server has not acknowledged
 	used    time.Time // when its files were last written
 	// What a catch-up read, acknowledged once Upload says so.
 	candidate     map[string]uint64
