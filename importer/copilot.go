@@ -111,6 +111,8 @@ type cpData struct {
 		Name       string          `json:"name"`
 		Arguments  json.RawMessage `json:"arguments"`
 	} `json:"toolRequests"`
+	// A sub-agent's events (the task tool's) name the call that started it.
+	ParentToolCallID string `json:"parentToolCallId"`
 	// tool.execution_complete
 	ToolCallID string `json:"toolCallId"`
 	Success    *bool  `json:"success"`
@@ -147,15 +149,16 @@ type cpReader struct {
 	s       Session
 	probs   []Problem
 	model   string
-	tools   map[string]int // toolCallId -> index in s.Messages
-	output  int64          // assistant.message outputTokens, summed
+	tools   map[string]int       // toolCallId -> index in s.Messages
+	agents  map[string]*SubAgent // parentToolCallId -> the sub-agent it started
+	output  int64                // assistant.message outputTokens, summed
 	ranOut  bool           // a session.shutdown gave the run's totals
 	first   time.Time
 	last    time.Time
 }
 
 func newCPReader(path string, maxPart int) *cpReader {
-	r := &cpReader{path: path, maxPart: maxPart, tools: map[string]int{}}
+	r := &cpReader{path: path, maxPart: maxPart, tools: map[string]int{}, agents: map[string]*SubAgent{}}
 	id := strings.TrimSuffix(filepath.Base(path), ".jsonl")
 	if id == "events" {
 		id = filepath.Base(filepath.Dir(path))
@@ -226,6 +229,7 @@ func (r *cpReader) line(n int, raw []byte) {
 		r.assistant(n, ev, d, at)
 	case "tool.execution_complete":
 		r.toolResult(ev, d, at)
+
 	case "session.shutdown":
 		for _, m := range d.ModelMetrics {
 			r.s.PromptTokens += round(m.Usage.InputTokens)
@@ -233,6 +237,35 @@ func (r *cpReader) line(n int, raw []byte) {
 		}
 		r.ranOut = true
 	}
+}
+
+// subAgent is the sub-agent that the tool call id started (Copilot's task
+// tool): named by the call, typed by its tool, described by its
+// arguments' description when the call is in the log.
+func (r *cpReader) subAgent(id string) *SubAgent {
+	if id == "" {
+		return nil
+	}
+	if a := r.agents[id]; a != nil {
+		return a
+	}
+	a := &SubAgent{ID: id}
+	if i, ok := r.tools[id]; ok {
+		call := r.s.Messages[i].Parts[0]
+		a.Type = call.ToolName
+		var args struct {
+			Description string `json:"description"`
+			AgentType   string `json:"agent_type"`
+		}
+		if json.Unmarshal(call.Args, &args) == nil {
+			a.Description = args.Description
+			if args.AgentType != "" {
+				a.Type = args.AgentType
+			}
+		}
+	}
+	r.agents[id] = a
+	return a
 }
 
 func (r *cpReader) id(ev cpEvent, n int) string {
@@ -282,8 +315,9 @@ func (r *cpReader) assistant(n int, ev cpEvent, d cpData, at time.Time) {
 			m.CompletionTokens, out = ptr(out), 0
 		}
 	}
+	agent := r.subAgent(d.ParentToolCallID)
 	if len(parts) > 0 {
-		m := Message{ExternalID: r.id(ev, n), Role: "assistant", Parts: parts, Model: model, CreatedAt: at}
+		m := Message{ExternalID: r.id(ev, n), Role: "assistant", Parts: parts, Model: model, CreatedAt: at, SubAgent: agent}
 		tokens(&m)
 		r.s.Messages = append(r.s.Messages, m)
 	}
@@ -302,7 +336,7 @@ func (r *cpReader) assistant(n int, ev cpEvent, d cpData, at time.Time) {
 			json.Unmarshal(args, &s)
 			args, _ = json.Marshal(map[string]string{"input": s})
 		}
-		m := Message{ExternalID: id, Role: "assistant", Model: model, CreatedAt: at,
+		m := Message{ExternalID: id, Role: "assistant", Model: model, CreatedAt: at, SubAgent: agent,
 			Parts: []Part{{Type: PartToolCall, ToolName: tr.Name, Args: jsonArgs(args, r.maxPart)}}}
 		tokens(&m)
 		r.tools[id] = len(r.s.Messages)
@@ -324,7 +358,7 @@ func (r *cpReader) toolResult(ev cpEvent, d cpData, at time.Time) {
 		r.s.Messages = append(r.s.Messages, Message{
 			ExternalID: r.s.ExternalID + "-result-" + cmp.Or(d.ToolCallID, ev.ID), Role: "tool",
 			Parts:     []Part{{Type: PartToolResult, Content: truncate(out, r.maxPart)}},
-			CreatedAt: at,
+			CreatedAt: at, SubAgent: r.subAgent(d.ParentToolCallID),
 		})
 		return
 	}
