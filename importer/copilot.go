@@ -152,7 +152,7 @@ type cpReader struct {
 	tools   map[string]int       // toolCallId -> index in s.Messages
 	agents  map[string]*SubAgent // parentToolCallId -> the sub-agent it started
 	output  int64                // assistant.message outputTokens, summed
-	ranOut  bool           // a session.shutdown gave the run's totals
+	ranOut  bool                 // a session.shutdown gave the run's totals
 	first   time.Time
 	last    time.Time
 }
