@@ -419,3 +419,30 @@ func TestWatchTruncateAndRotate(t *testing.T) {
 		t.Errorf("claude code session has %d messages, want 8 (what was sent stays on the server)", n)
 	}
 }
+
+// A history that is not JSONL (aider's Markdown, kept in each project) is
+// re-read when it changes; what it gained arrives, nothing twice.
+func TestWatchRereadsWholeFiles(t *testing.T) {
+	home, _, _ := watchHome(t)
+	hist := filepath.Join(home, "code", "shop", ".aider.chat.history.md")
+	writeLines(t, hist, "", "# aider chat started at 2026-03-01 09:00:00", "", "#### add a llamacart endpoint", "", "Adding it now.", "")
+	ta := newTestApp(t, t.TempDir())
+	key := ta.key("ada")
+	w := startWatch(t, "--watch", "--server", ta.srv.URL, "--key", key, "--state", filepath.Join(t.TempDir(), "s.json"), "--retry-max", "200ms")
+	eventually(t, w, "the first pass", func() bool { return ta.finds(key, "llamacart") && ta.finds(key, "okapiwatch") })
+	if !strings.Contains(w.out.String(), "aider") {
+		t.Errorf("aider not watched: %s", w.out.String())
+	}
+	appendLines(t, hist, "#### and test the alpacacheckout", "", "Tests added.", "",
+		"# aider chat started at 2026-03-02 10:00:00", "", "#### a new run about the vicunaorder", "", "On it.", "")
+	eventually(t, w, "what the history gained", func() bool { return ta.finds(key, "alpacacheckout") && ta.finds(key, "vicunaorder") })
+	n := 0
+	for _, s := range ta.importedSessions(key) {
+		if s.Source == "aider" {
+			n += len(s.Messages)
+		}
+	}
+	if n != 6 {
+		t.Errorf("aider sessions hold %d messages, want 6", n)
+	}
+}
