@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/blevesearch/bleve/v2/index/scorch"
+	segment "github.com/blevesearch/scorch_segment_api/v2"
 )
 
 // tenantUser is the user whose results TestTenantStatistics compares.
@@ -33,10 +36,10 @@ type tenantStep struct {
 // his (the issue's case: a word another user wrote into 1,200 sessions).
 //
 // tenantUser's live sessions have distinct lengths (a few words "padword"
-// are appended where needed), so that no two of her documents tie on any
-// query and the limit never cuts through equal scores: which of two equal
-// documents a cut keeps depends on their order in the index, which differs
-// between an index of her sessions alone and one shared with others.
+// are appended where needed), so that two of her documents rarely tie on
+// a query: a limit that cuts through equal scores may keep either, by
+// their order in the index (within a batch, Bleve's order is a map's), so
+// the test leaves out the few queries where two of her documents tie.
 func tenantCorpus(a *Index, alice, bob, carol, dave int) (steps []tenantStep, queries []string) {
 	s := newSynth(11)
 	rng := rand.New(rand.NewPCG(11, 3))
@@ -151,24 +154,39 @@ func tenantCorpus(a *Index, alice, bob, carol, dave int) (steps []tenantStep, qu
 	}
 	steps[len(steps)-1].checkHere = true
 
-	queries = s.queries(40)
-	queries = append(queries, s.phraseQueries(6)...)
-	for i := range 12 {
+	// Phrases of two words that follow each other in one of her sessions,
+	// so that they match and are checked on few texts.
+	var hers []string
+	for _, st := range steps {
+		for _, se := range st.put {
+			if se.UserID == tenantUser && len(hers) < 200 {
+				hers = append(hers, se.Body)
+			}
+		}
+	}
+	phrase := func() string {
+		w := strings.Fields(hers[rng.IntN(len(hers))])
+		j := rng.IntN(len(w) - 1)
+		return `"` + w[j] + " " + w[j+1] + `"`
+	}
+	queries = s.queries(24)
+	for i := range 8 {
 		queries = append(queries,
 			dense[i%len(dense)]+" "+s.pick(1000, 20000), // selective for her, frequent over everyone
 			dense[i%len(dense)]+" "+s.pick(20, 200)+" "+s.pick(0, 20),
 			s.pick(0, 20)+" "+s.pick(0, 20)+" "+s.pick(1000, 5000), // frequent for her
 			s.pick(0, 30)+" -"+s.pick(0, 30),
-			`"`+s.pick(0, 50)+" "+s.pick(0, 50)+`" `+s.pick(20, 400),
-			s.pick(0, 20)+` -"`+s.pick(0, 10)+" "+s.pick(0, 10)+`"`,
 			s.identifier()+" "+s.pick(20, 3000))
+		if i%2 == 0 { // phrases are checked on the text: fewer
+			queries = append(queries, phrase()+" "+s.pick(20, 400), s.pick(0, 20)+` -"`+s.pick(0, 10)+" "+s.pick(0, 10)+`"`)
+		}
 	}
 	queries = append(queries, "parse-config-file", `"parse-config-file" words`, "padword", strings.Join(dense, " "))
 	return steps, queries
 }
 
 // apply writes step into ix, only tenantUser's part when alone.
-func (st tenantStep) apply(t testing.TB, ix *Index, ref *refIndex, alone bool) {
+func (st tenantStep) apply(t *testing.T, ix *Index, ref *refIndex, alone bool) {
 	t.Helper()
 	ctx := context.Background()
 	if st.delUser != "" {
@@ -193,6 +211,27 @@ func (st tenantStep) apply(t testing.TB, ix *Index, ref *refIndex, alone bool) {
 	for _, s := range batch {
 		ref.put(s)
 	}
+	waitPersisted(t, ix)
+}
+
+// waitPersisted waits until every segment of ix is written out: Bleve
+// merges the segments of batches still in memory when it writes them, so
+// that without merges (openSegmented) a batch written after this stays a
+// segment of its own.
+func waitPersisted(t *testing.T, ix *Index) {
+	t.Helper()
+	for {
+		segs, release := snapshotSegments(t, ix)
+		inMemory := slices.ContainsFunc(segs, func(s *scorch.SegmentSnapshot) bool {
+			_, ok := s.Segment().(segment.PersistedSegment)
+			return !ok
+		})
+		release()
+		if !inMemory {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // TestTenantStatistics is the acceptance test of per-user statistics: a
@@ -209,18 +248,28 @@ func (st tenantStep) apply(t testing.TB, ix *Index, ref *refIndex, alone bool) {
 // sessions, and the pruned evaluation with the exhaustive one, to the bit.
 // Results are compared after the sessions are written and again after
 // rewrites and deletions, once the caches hold the earlier statistics.
+// The indexes never merge segments (openSegmented): a batch is a segment.
+// Queries where two of her documents tie are left out (at most one in
+// twenty; see tenantCorpus).
 func TestTenantStatistics(t *testing.T) {
 	alice, bob, carol, dave := 1500, 1500, 800, 1200
 	if raceEnabled {
-		alice, bob, carol, dave = 1100, 300, 200, 1200
+		alice, bob, carol, dave = 1050, 300, 200, 300
 	}
 	ctx := context.Background()
-	alone, beside := openTest(t, ""), openTest(t, "")
+	alone, beside := openSegmented(t), openSegmented(t)
 	refAlone, refBeside := newRefIndex(alone.analyzer, alone.repeat), newRefIndex(beside.analyzer, beside.repeat)
 	start := time.Now()
 	steps, texts := tenantCorpus(beside, alice, bob, carol, dave)
+	if raceEnabled { // a quarter of the queries, of every kind
+		var some []string
+		for i := 0; i < len(texts); i += 4 {
+			some = append(some, texts[i])
+		}
+		texts = some
+	}
 	t.Logf("corpus generated in %v", time.Since(start).Round(time.Millisecond))
-	compared := 0
+	compared, tied := 0, 0
 	for _, st := range steps {
 		st.apply(t, alone, refAlone, true)
 		st.apply(t, beside, refBeside, false)
@@ -230,16 +279,18 @@ func TestTenantStatistics(t *testing.T) {
 		n, _, _, _ := refBeside.stats(tenantUser)
 		t.Logf("%v: %d of her sessions among %d; segments: %d alone, %d beside", time.Since(start).Round(time.Millisecond),
 			n, len(refBeside.docs), segmentCount(t, alone), segmentCount(t, beside))
-		if segmentCount(t, beside) < 2 {
-			t.Fatal("the test needs several segments in the shared index")
+		if segmentCount(t, beside) < 5 || segmentCount(t, alone) < 5 {
+			t.Fatal("the test needs several segments")
 		}
 		for _, text := range texts {
 			pq, err := parseQuery(beside.analyzer, text)
 			if err != nil {
 				t.Fatalf("%q: %v", text, err)
 			}
-			if refScoresTie(refBeside.search(pq, tenantUser, true, exact)) {
-				t.Fatalf("%q: two of her documents tie: the corpus must not allow it (see tenantCorpus)", text)
+			words := parsedQuery{Terms: pq.Terms, Phrases: pq.Phrases} // the sessions chunks are read from
+			if refScoresTie(refBeside.search(pq, tenantUser, true, exact)) || refScoresTie(refBeside.search(words, tenantUser, true, presence)) {
+				tied++
+				continue
 			}
 			for _, kind := range []Kind{Sessions, Chunks} {
 				for _, limit := range []int{10, 100} {
@@ -277,7 +328,33 @@ func TestTenantStatistics(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d searches compared in %v", compared, time.Since(start).Round(time.Millisecond))
+	t.Logf("%d searches compared in %v; %d queries of %d left out where two of her documents tie", compared,
+		time.Since(start).Round(time.Millisecond), tied, 2*len(texts))
+	if tied > 2*len(texts)/20 {
+		t.Errorf("%d of %d queries left out: the corpus should keep lengths apart (tenantCorpus)", tied, 2*len(texts))
+	}
+}
+
+// openSegmented opens an index in a temporary directory, closed at the
+// end of the test, whose segments are never merged on disk: a batch
+// stays a segment, unless Bleve merges it with the next in memory (see
+// waitPersisted).
+func openSegmented(t *testing.T) *Index {
+	t.Helper()
+	ix, err := open(t.TempDir(), Options{}, map[string]any{
+		// A tier as large as the smallest segment, and room in it for
+		// every segment: the plan's budget is never exceeded.
+		"scorchMergePlanOptions": map[string]any{"MaxSegmentsPerTier": 1 << 20, "FloorSegmentSize": 1, "FloorSegmentFileSize": 1},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := ix.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return ix
 }
 
 // identicalHits reports how got differs from want: ids, scores (==),
