@@ -101,7 +101,7 @@ type termBlocks struct {
 	tf   []uint8 // by posting: its term frequency, or 255: see big
 	big  map[uint32]uint32
 	// lens is nil when the segment's length field gives every posting's
-	// document length (documentLengths); otherwise it holds them by posting.
+	// document length (documentValues); otherwise it holds them by posting.
 	lens   []float64
 	avgdl0 float64
 	// live caches liveDocs: the segment's deletions it was counted with
@@ -511,9 +511,9 @@ func numberValues(seg segment.Segment, name string) ([]uint32, error) {
 }
 
 // blockCache keeps the termBlocks (and the users' views and the document
-// values) of an index's segments, at most blockCacheBytes of them, dropping the least recently
-// used first. Concurrent queries that need the same blocks build them
-// once. It is safe for concurrent use; the zero value is ready.
+// values) of an index's segments, at most blockCacheBytes of them,
+// dropping the least recently used first. Concurrent queries that need
+// the same blocks build them once. It is safe for concurrent use; the zero value is ready.
 type blockCache struct {
 	mu      sync.Mutex
 	entries map[blockKey]*blockEntry

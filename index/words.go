@@ -51,19 +51,19 @@ import (
 // of the user's documents with their BM25 maxima and document masks, and
 // the user's view of the segment with its length totals come from the
 // block cache (lookUpBlocks, blockmax.go). It weighs the terms (weigh);
-// goes through
-// each segment block by block, narrowing the user's live documents by the
-// phrase filter and the plan into candidates and bounding each block by
-// the words its candidates hold (segmentBlocks); and scores the blocks,
-// best bound first, then in index order, until no block left can reach
-// the limit-th score (scoreQueue). Exhaustively (scoreAll, tests), it
-// looks up each term's posting list in every segment (lookUpWords),
-// intersects the user's documents with the plan's words and the filter
-// into a candidate bitmap (segmentCandidates), decodes the candidates'
-// postings through zap (candidatePostings) and accumulates their scores
-// in an array indexed by document number (scoreTasks). Each worker keeps
-// its best in a top-k heap; they are merged (mergeTop) and the winners'
-// ids loaded (load). Ties are broken by index order.
+// goes through each segment block by block, narrowing the user's live
+// documents by the phrase filter and the plan into candidates and
+// bounding each block by the words its candidates hold (segmentBlocks);
+// and scores the blocks, best bound first, then in index order, until no
+// block left can reach the limit-th score (scoreQueue). Exhaustively
+// (scoreAll, tests), it looks up each term's posting list in every
+// segment (lookUpWords), intersects the user's documents with the plan's
+// words and the filter into a candidate bitmap (segmentCandidates),
+// decodes the candidates' postings through zap (candidatePostings) and
+// accumulates their scores in an array indexed by document number
+// (scoreTasks). Each worker keeps its best in a top-k heap; they are
+// merged (mergeTop) and the winners' ids loaded (load). Ties are broken
+// by index order.
 //
 // The pruned result is the exhaustive evaluation's, to the bit (see
 // pruneSlack).
