@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -447,6 +448,39 @@ func TestTenantFrequentWords(t *testing.T) {
 			}
 			if err := identicalHits(got, want); err != nil {
 				t.Errorf("%q (exhaustive %v) beside others vs alone: %v", tt.text, ev.exhaustive, err)
+			}
+		}
+	}
+}
+
+// TestTenantExplainScores is the side channel, as a user sees
+// it: the scores explain shows for a word do not move when another user
+// writes sessions holding it (5, then 1,200), for sessions and chunks.
+func TestTenantExplainScores(t *testing.T) {
+	ix := openTest(t, "")
+	put(t, ix,
+		chunked("u", "a", "Deploy notes", "the canary rollout stalled", "rolled back the canary"),
+		chunked("u", "b", "Lunch", "nothing about it here"),
+		chunked("u", "c", "Cache", "warm the cache before the canary goes out"))
+	scores := func() (out [][]Hit) {
+		for _, kind := range []Kind{Sessions, Chunks} {
+			hits := search(t, ix, Query{UserID: "u", Text: "canary rollout", Kind: kind, Explain: true})
+			if len(hits) == 0 || hits[0].Snippet == "" {
+				t.Fatalf("%s: hits %+v", kind, hits)
+			}
+			out = append(out, hits)
+		}
+		return out
+	}
+	want := scores()
+	var theirs []Session
+	for i := range 1200 {
+		theirs = append(theirs, chunked("v", fmt.Sprintf("s%04d", i), "", "canary "+strings.Repeat("filler ", i%50)))
+		if i == 4 || i == 1199 {
+			put(t, ix, theirs...)
+			theirs = theirs[:0]
+			if got := scores(); !reflect.DeepEqual(got, want) {
+				t.Errorf("after another user's %d sessions: %+v, want %+v", i+1, got, want)
 			}
 		}
 	}
