@@ -143,6 +143,7 @@ func loadBEIRSlice(t *testing.T, dir string) rankSlice {
 		text := d.Text
 		sl.sessions = append(sl.sessions, indexSession(d.ID, d.Title, []kv.Message{{Role: "user", TextContent: &text}}))
 	}
+	ds.Corpus = nil // the sessions hold the text
 	return sl
 }
 
@@ -205,6 +206,7 @@ func loadCodingSessions(t *testing.T, dir string) rankSlice {
 		}
 		sl.sessions = append(sl.sessions, s)
 	}
+	ds.Corpus = nil // text and tool output joined: not what the index is given
 	return sl
 }
 
@@ -263,16 +265,31 @@ type sliceResult struct {
 // judged query.
 func rankAll(t *testing.T, sl rankSlice) sliceResult {
 	ctx := context.Background()
-	ix, err := index.Open(t.TempDir(), index.Options{})
+	text := make(textSource, len(sl.sessions))
+	for _, s := range sl.sessions {
+		text[s.SessionID] = s
+	}
+	ix, err := index.Open(t.TempDir(), index.Options{Text: text})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ix.Close()
-	const batch = 500
-	for i := 0; i < len(sl.sessions); i += batch {
-		if err := ix.Put(ctx, sl.sessions[i:min(i+batch, len(sl.sessions))]); err != nil {
+	docs := len(sl.sessions)
+	// Batches as the pipeline's steps take them by default: up to 256
+	// sessions and about 2 MiB of text (at least one session), which also
+	// bounds what one Put analyses at once (the coding sessions run to
+	// 2.6 MB). The batching changes the segments, not the ranking.
+	const maxBatch, maxBytes = 256, 2 << 20
+	for len(sl.sessions) > 0 {
+		n, size := 0, 0
+		for n < len(sl.sessions) && n < maxBatch && (n == 0 || size+sessionBytes(sl.sessions[n]) <= maxBytes) {
+			size += sessionBytes(sl.sessions[n])
+			n++
+		}
+		if err := ix.Put(ctx, sl.sessions[:n]); err != nil {
 			t.Fatal(err)
 		}
+		sl.sessions = sl.sessions[n:]
 	}
 	var res sliceResult
 	byKind := map[string][]ranked{}
@@ -302,17 +319,33 @@ func rankAll(t *testing.T, sl rankSlice) sliceResult {
 	if len(res.queries) == 0 {
 		t.Fatalf("%s: no judged queries", sl.name)
 	}
-	res.stats = append(res.stats, meanStats(sl.name, len(sl.sessions), res.queries))
+	res.stats = append(res.stats, meanStats(sl.name, docs, res.queries))
 	kinds := make([]string, 0, len(byKind))
 	for k := range byKind {
 		kinds = append(kinds, k)
 	}
 	slices.Sort(kinds)
 	for _, k := range kinds {
-		res.stats = append(res.stats, meanStats(sl.name+"/"+k, len(sl.sessions), byKind[k]))
+		res.stats = append(res.stats, meanStats(sl.name+"/"+k, docs, byKind[k]))
 	}
 	return res
 }
+
+// textSource serves the sessions' text to the index, as the records do in
+// the server: the index then stores none of it.
+type textSource map[string]index.Session
+
+func (ts textSource) SessionText(_ context.Context, userID string, ids []string, _ int) (map[string]index.Session, error) {
+	out := make(map[string]index.Session, len(ids))
+	for _, id := range ids {
+		if s, ok := ts[id]; ok && s.UserID == userID {
+			out[id] = s
+		}
+	}
+	return out, nil
+}
+
+func sessionBytes(s index.Session) int { return len(s.Title) + len(s.Body) }
 
 // statsLine is one line of rank_stats.txt, its metrics formatted to four
 // decimals: the goldens compare what they print.
