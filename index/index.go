@@ -26,7 +26,7 @@ import (
 
 // DefaultTitleBoost is the title weight used when Options.TitleBoost is 0:
 // the title is written this many times into the scored text. Chosen by
-// measurement on SciFact train (see relevance_test.go and the package doc).
+// measurement on SciFact train (see the package doc).
 const DefaultTitleBoost = 2
 
 // Errors returned by this package besides ErrBadQuery.
