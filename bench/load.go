@@ -86,7 +86,7 @@ type LoadStep struct {
 	Live  *LiveProbe         `json:"live_probe,omitempty"`
 	Query map[string]Latency `json:"query"` // "<mode>/<inprocess|http>"
 	// Phrase is the quoted-phrase queries (PhraseQuery), full-text, in
-	// process, by kind: "match", "none", "decoy".
+	// process, by kind (PhraseKinds).
 	Phrase    map[string]PhraseLatency `json:"phrase,omitempty"`
 	RebuildPS float64                  `json:"rebuild_sessions_per_s,omitempty"`
 	// RawBlevePS is LoadTarget.RawBleve's speed, RebuildToRaw the rebuild's
@@ -167,9 +167,10 @@ type Loader struct {
 	raw   int64 // bytes of the request bodies synced so far
 	rng   *rand.Rand
 	terms []string
-	// texts are message texts of the first sessions, for phrases; prng
-	// draws the phrases (apart from rng, so the plain mix stays as it was).
-	texts []string
+	// texts are message texts of the first sessions and the user each
+	// session went to, for phrases; prng draws the phrases (apart from
+	// rng, so the plain mix stays as it was).
+	texts []PhraseSample
 	prng  *rand.Rand
 }
 
@@ -197,11 +198,16 @@ func (l *Loader) Step(ctx context.Context, o StepOptions) (LoadStep, error) {
 		}
 		var bodies []body
 		var batch []GenSession
+		var sampled []string // message texts of batch's sessions, for l.texts
 		n := 0
 		flush := func() {
 			if len(batch) == 0 {
 				return
 			}
+			for _, t := range sampled {
+				l.texts = append(l.texts, PhraseSample{User: len(bodies) % len(l.t.Clients), Text: t})
+			}
+			sampled = nil
 			var msgs []GenMessage
 			for _, s := range batch {
 				msgs = append(msgs, s.Messages...)
@@ -215,9 +221,9 @@ func (l *Loader) Step(ctx context.Context, o StepOptions) (LoadStep, error) {
 			if len(l.terms) < 2000 {
 				l.terms = append(l.terms, s.Title)
 			}
-			if len(l.texts) < 2000 {
+			if len(l.texts)+len(sampled) < 2000 {
 				if t := messageText(l.prng, s); t != "" {
-					l.texts = append(l.texts, t)
+					sampled = append(sampled, t)
 				}
 			}
 			batch = append(batch, s)
@@ -377,9 +383,12 @@ func (l *Loader) phrases(ctx context.Context, o StepOptions) (map[string]PhraseL
 	n := o.Queries
 	bar := progress.New(o.Progress, fmt.Sprintf("phrase queries at %d", l.done), n)
 	for i := range n {
-		kind, q := PhraseQuery(l.prng, i, l.texts)
+		kind, user, q := PhraseQuery(l.prng, i, l.texts)
+		if user < 0 {
+			user = i % len(l.t.Clients)
+		}
 		start := time.Now()
-		hits, part, err := l.t.Search(ctx, i%len(l.t.Clients), "fulltext", q, 20)
+		hits, part, err := l.t.Search(ctx, user, "fulltext", q, 20)
 		if err != nil {
 			return nil, fmt.Errorf("phrase query: %w", err)
 		}
@@ -423,35 +432,63 @@ func messageText(rng *rand.Rand, s GenSession) string {
 	return texts[rng.IntN(len(texts))]
 }
 
-// PhraseQuery draws the i-th quoted phrase of the load bench with rng and
-// says which kind it is: in turn "match", 2 to 4 consecutive words of one
-// of texts (message texts of the data set: it matches at least there);
-// "none", the topic words of two topics joined ("connection pool stale
-// entries": the generator never writes them together, so no session holds
-// the phrase's pairs); and, one query in six, "decoy": a topic's words and
-// two words of the generator's sentences ("the auth login redirect value
-// should"), whose pairs most sessions of the topic hold in some message
-// but few in one: the case the index must check on the text.
-func PhraseQuery(rng *rand.Rand, i int, texts []string) (kind, text string) {
-	switch {
-	case i%6 == 5:
+// PhraseSample is a message text of the data set and the user (client)
+// whose session holds it.
+type PhraseSample struct {
+	User int
+	Text string
+}
+
+// PhraseKinds are PhraseQuery's kinds, in report order.
+var PhraseKinds = []string{"match", "none", "run", "decoy"}
+
+// PhraseQuery draws the i-th quoted phrase of the load bench with rng: its
+// kind, the user to ask (-1: any) and the text. In turn:
+//
+//   - "match": what a user quotes and the generator writes in many
+//     sessions of every user: an error message ("context deadline
+//     exceeded") or a topic with its article ("the database connection
+//     pool");
+//   - "none": the words of two topics joined ("connection pool stale
+//     entries"), which no session holds together, nor their word pairs;
+//   - "run": 2 to 4 consecutive words of one of texts, asked of the user
+//     whose session holds them. The generator's sentences draw from 45
+//     words, so most runs are word salad whose word pairs thousands of
+//     sessions hold and few hold the phrase: the index checks candidates'
+//     text until enough pass, up to its budget;
+//   - "decoy": a topic and two sentence words ("the auth login redirect
+//     value should"), whose pairs many sessions of the topic hold in some
+//     message but few in one: checked on the text the same way.
+//
+// "match" and "none" are every third query each, "run" and "decoy" every
+// sixth.
+func PhraseQuery(rng *rand.Rand, i int, texts []PhraseSample) (kind string, user int, text string) {
+	quote := func(s string) string { return `"` + s + `"` }
+	switch i % 6 {
+	case 0:
+		return "match", -1, quote(genErrors[rng.IntN(len(genErrors))])
+	case 2:
 		t := genTopics[rng.IntN(len(genTopics))]
-		return "decoy", `"the ` + t.area + " " + t.thing + " " + genWords[rng.IntN(len(genWords))] + " " + genWords[rng.IntN(len(genWords))] + `"`
-	case i%2 == 0:
+		return "match", -1, quote("the " + t.area + " " + t.thing)
+	case 4:
 		if len(texts) > 0 {
-			words := strings.Fields(texts[rng.IntN(len(texts))])
+			s := texts[rng.IntN(len(texts))]
+			words := strings.Fields(s.Text)
 			words = slices.DeleteFunc(words, func(w string) bool { return strings.ContainsAny(w, "\"“”") })
 			if len(words) >= 2 {
 				k := min(2+rng.IntN(3), len(words))
 				at := rng.IntN(len(words) - k + 1)
-				return "match", `"` + strings.Join(words[at:at+k], " ") + `"`
+				return "run", s.User, quote(strings.Join(words[at:at+k], " "))
 			}
 		}
-		return "match", `"fix the flaky test"`
+		return "run", -1, quote("fix the flaky test")
+	case 5:
+		t := genTopics[rng.IntN(len(genTopics))]
+		return "decoy", -1, quote("the " + t.area + " " + t.thing + " " + genWords[rng.IntN(len(genWords))] + " " + genWords[rng.IntN(len(genWords))])
 	}
 	a := rng.IntN(len(genTopics))
 	b := (a + 1 + rng.IntN(len(genTopics)-1)) % len(genTopics)
-	return "none", `"` + genTopics[a].area + " " + genTopics[a].thing + " " + genTopics[b].thing + `"`
+	return "none", -1, quote(genTopics[a].area + " " + genTopics[a].thing + " " + genTopics[b].thing)
 }
 
 // queries draws realistic query texts: titles' words, identifiers, phrases.
@@ -527,7 +564,7 @@ func PrintLoad(w io.Writer, steps []LoadStep, modes []string) {
 func PrintLoadPhrases(w io.Writer, steps []LoadStep) {
 	for _, s := range steps {
 		plain := s.Query["fulltext/inprocess"]
-		for _, k := range []string{"match", "none", "decoy"} {
+		for _, k := range PhraseKinds {
 			if p, ok := s.Phrase[k]; ok {
 				fmt.Fprintf(w, "%9d phrase %-5s %4d queries, %4d found, %3d partial: p50/p99 %8.2f/%8.2fms (plain %.2f/%.2fms)\n",
 					s.Sessions, k, p.Queries, p.Found, p.Partial, p.P50ms, p.P99ms, plain.P50ms, plain.P99ms)

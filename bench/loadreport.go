@@ -341,11 +341,12 @@ func LoadMarkdown(r *LoadResult) string {
 
 // phraseIntro explains the phrase table.
 const phraseIntro = "Quoted phrases (`bench.PhraseQuery`), full-text, in process, after the plain queries, against the plain " +
-	"full-text in-process figures of the same step: \"match\" is 2 to 4 consecutive words of a generated message; " +
-	"\"none\" the words of two topics joined, which no session holds together; \"decoy\" a topic's words and two " +
-	"sentence words, whose word pairs many sessions hold in some message but few in one, so the index checks the " +
-	"candidates' text. Found counts the queries that returned a session, partial those whose answer said the " +
-	"search stopped at its budget."
+	"full-text in-process figures of the same step: \"match\" is an error message or a topic the generator writes in " +
+	"many sessions; \"none\" the words of two topics joined, which no session holds together; \"run\" 2 to 4 " +
+	"consecutive words of a generated message (word salad from 45 words: thousands of sessions hold its word pairs, " +
+	"few the phrase) and \"decoy\" a topic and two sentence words, whose pairs many sessions hold in some message but " +
+	"few in one: for these two the index checks candidates' text until enough pass, up to its budget. Found counts " +
+	"the queries that returned a session, partial those whose answer said the search stopped at its budget."
 
 // writePhraseTable writes one row per step and phrase kind.
 func writePhraseTable(b *strings.Builder, steps []LoadStep) {
@@ -353,7 +354,7 @@ func writePhraseTable(b *strings.Builder, steps []LoadStep) {
 	b.WriteString("|---|---|---|---|---|---|---|---|\n")
 	for _, s := range steps {
 		plain := s.Query["fulltext/inprocess"]
-		for _, k := range []string{"match", "none", "decoy"} {
+		for _, k := range PhraseKinds {
 			p, ok := s.Phrase[k]
 			if !ok {
 				continue

@@ -410,16 +410,41 @@ func chunkWeights(res wordsResult) chunkScoring {
 
 // sessionMatches reports whether session s satisfies the query's phrases
 // and exclusions: a phrase matches within the title or within one message
-// of the body (s.Breaks), never across two.
+// of the body (s.Breaks), never across two. Each text is analysed on its
+// own (its tokens are those it has in the body, see compose.go), the title
+// first, and without exclusions the check stops at the text that completes
+// the phrases.
 func sessionMatches(a analysis.Analyzer, pq parsedQuery, s Session) bool {
 	if len(pq.Phrases) == 0 && len(pq.Exclude) == 0 {
 		return true
 	}
-	streams := splitMessages(a.Analyze([]byte(s.Body)), s.Breaks)
+	texts := make([]string, 0, len(s.Breaks)+2)
 	if s.Title != "" {
-		streams = append(streams, a.Analyze([]byte(s.Title)))
+		texts = append(texts, s.Title)
 	}
-	return matchesTokens(pq, streams...)
+	at := 0
+	for _, b := range s.Breaks {
+		texts = append(texts, s.Body[at:b])
+		at = b
+	}
+	texts = append(texts, s.Body[at:])
+	if len(pq.Exclude) > 0 {
+		return matchesQuery(a, pq, texts...)
+	}
+	found, left := make([]bool, len(pq.Phrases)), len(pq.Phrases)
+	for _, t := range texts {
+		tokens := a.Analyze([]byte(t))
+		for i, ph := range pq.Phrases {
+			if !found[i] && phraseIn(tokens, ph) {
+				found[i] = true
+				left--
+			}
+		}
+		if left == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // matchesQuery reports whether a document of the given texts satisfies the
