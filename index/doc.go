@@ -153,7 +153,7 @@
 // candidates are read from the TextSource best first and checked message
 // by message (sessionMatches: each message's tokens on their own), more
 // read (checkGrowth times as many) while fewer than the limit pass. A
-// search reads at most maxChecked (4,000) sessions' text: past that it
+// search reads at most maxChecked (1,000) sessions' text: past that it
 // returns what passed with ErrPartial, which the API and MCP answers
 // carry as "partial" (see README); it never stops silently. An excluded
 // phrase of up to two words is excluded by its pairs; a longer one is

@@ -156,7 +156,7 @@ func sortHits(hits []Hit) {
 // budget is for the pathological case, not the common one.
 const (
 	checkGrowth = 4
-	maxChecked  = 4 * MaxLimit
+	maxChecked  = MaxLimit
 )
 
 // budget is the number of sessions a search may read to check phrases:
