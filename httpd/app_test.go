@@ -22,8 +22,8 @@ import (
 	"github.com/hindsight-dev/hindsight/httpd"
 	"github.com/hindsight-dev/hindsight/ingest"
 	"github.com/hindsight-dev/hindsight/kv"
-	"github.com/hindsight-dev/hindsight/ranking"
 	"github.com/hindsight-dev/hindsight/kv/kvtest"
+	"github.com/hindsight-dev/hindsight/ranking"
 )
 
 var bg = context.Background()
