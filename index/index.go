@@ -100,6 +100,19 @@ type TextSource interface {
 	SessionText(ctx context.Context, userID string, ids []string, bodyBytes int) (map[string]Session, error)
 }
 
+// MessageSource is what a TextSource may also offer for phrase checks:
+// the user's sessions among ids read a text at a time, so that a check
+// stops at the message that decides it rather than reading and analysing
+// the whole session.
+type MessageSource interface {
+	// EachText calls fn for each of the user's sessions among ids that
+	// exists, with its title (first, even when empty) and then the text of
+	// each of its messages, in order: the pieces of the Body SessionText
+	// gives between its Breaks. fn returns false to skip the rest of that
+	// session.
+	EachText(ctx context.Context, userID string, ids []string, fn func(id, text string) bool) error
+}
+
 func (o Options) titleRepeat() (int, error) {
 	b := o.TitleBoost
 	switch {

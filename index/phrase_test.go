@@ -36,12 +36,55 @@ func conversation(user, id, title string, exchanges ...[2]string) Session {
 	return s
 }
 
+// messageSource is a TextSource that also reads a text at a time
+// (MessageSource), as the records do; texts counts the texts it gave.
+type messageSource struct {
+	mapSource
+	texts int
+}
+
+func (m *messageSource) EachText(_ context.Context, userID string, ids []string, fn func(id, text string) bool) error {
+	for _, id := range ids {
+		s, ok := m.sessions[userID+"/"+id]
+		if !ok {
+			continue
+		}
+		m.texts++
+		if !fn(id, s.Title) {
+			continue
+		}
+		for _, t := range messagesOf(s.Body, s.Breaks) {
+			m.texts++
+			if !fn(id, t) {
+				break
+			}
+		}
+	}
+	return nil
+}
+
 // TestPhraseWithinOneMessage pins what a quoted phrase means: it matches
 // within the title or within one message, in order, never across two
-// messages, two copies of the title, or the title and the body.
+// messages, two copies of the title, or the title and the body; whether
+// the index stores the text, reads it whole from a TextSource, or a text
+// at a time from a MessageSource.
 func TestPhraseWithinOneMessage(t *testing.T) {
-	ix := openTest(t, "")
-	put(t, ix,
+	ms := &messageSource{mapSource: mapSource{sessions: map[string]Session{}}}
+	for _, src := range []TextSource{nil, &ms.mapSource, ms} {
+		ix, err := Open(t.TempDir(), Options{Text: src})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ix.Close() })
+		testPhraseWithinOneMessage(t, ix, ms.sessions)
+	}
+	if ms.texts == 0 {
+		t.Error("the message source was never read")
+	}
+}
+
+func testPhraseWithinOneMessage(t *testing.T, ix *Index, records map[string]Session) {
+	ss := []Session{
 		conversation("u", "within", "", [2]string{"the socket timeout is flaky", "yes"}),
 		conversation("u", "across", "", [2]string{"why is it flaky socket", "timeout, the log says"}),
 		conversation("u", "apart", "", [2]string{"flaky socket here and socket timeout there", "ok"}),
@@ -50,7 +93,11 @@ func TestPhraseWithinOneMessage(t *testing.T) {
 		conversation("u", "copies", "timeout flaky socket", [2]string{"x", "y"}),
 		conversation("u", "ident", "", [2]string{"see flakySocketTimeout()", "right"}),
 		conversation("u", "exchanges", "", [2]string{"a flaky socket", "b"}, [2]string{"timeout c", "d"}),
-	)
+	}
+	for _, s := range ss {
+		records[s.UserID+"/"+s.SessionID] = s
+	}
+	put(t, ix, ss...)
 	for _, tt := range []struct {
 		q              string
 		sessions, chks []string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 	"unicode/utf8"
@@ -43,8 +44,9 @@ type Query struct {
 	// UserID is required: only this user's documents can match.
 	UserID string
 	// Text is what the user typed; not Bleve query syntax. Words are OR'ed
-	// and ranked by BM25, "quoted phrases" must match, -word and -"phrase"
-	// exclude. Other punctuation is ignored. See MaxQueryTerms.
+	// and ranked by BM25, "quoted phrases" must match (in order, within the
+	// title or within one message), -word and -"phrase" exclude. Other
+	// punctuation is ignored. See MaxQueryTerms.
 	Text string
 	Kind Kind
 	// Limit is the number of hits wanted: 0 means DefaultLimit, larger
@@ -212,6 +214,13 @@ func (ix *Index) searchSessions(ctx context.Context, q Query, pq parsedQuery, li
 				unread = append(unread, h)
 			}
 		}
+		if ms, ok := ix.text.(MessageSource); ok && check && !q.Explain {
+			// Text a message at a time, up to the one that decides.
+			if err := ix.checkMessages(ctx, ms, q.UserID, pq, unread, checked); err != nil {
+				return nil, 0, false, err
+			}
+			unread = nil
+		}
 		read, err := ix.texts(ctx, q.UserID, unread, bodyBytes)
 		if err != nil {
 			return nil, 0, false, err
@@ -243,6 +252,80 @@ func (ix *Index) searchSessions(ctx context.Context, q Query, pq parsedQuery, li
 		fetch = min(checkGrowth*fetch, ix.budget())
 	}
 }
+
+// checkMessages checks the hits' sessions on their text read from ms a
+// message at a time (as sessionMatches checks a session), recording in
+// checked whether each holds the query's phrases and none of its
+// exclusions; a session ms does not have does not.
+func (ix *Index) checkMessages(ctx context.Context, ms MessageSource, userID string, pq parsedQuery, hits []Hit, checked map[string]bool) error {
+	if len(hits) == 0 {
+		return nil
+	}
+	ids := make([]string, len(hits))
+	for i, h := range hits {
+		ids[i] = h.SessionID
+		checked[h.SessionID] = false
+	}
+	var cur string
+	var m *textMatcher
+	finish := func() {
+		if m != nil {
+			checked[cur] = m.matches()
+		}
+	}
+	err := ms.EachText(ctx, userID, ids, func(id, text string) bool {
+		if id != cur || m == nil {
+			finish()
+			cur, m = id, newTextMatcher(pq)
+		}
+		if text != "" {
+			m.add(ix.analyzer.Analyze([]byte(text)))
+		}
+		return !m.decided()
+	})
+	finish()
+	if err != nil {
+		return fmt.Errorf("text of the hits: %w", err)
+	}
+	return nil
+}
+
+// textMatcher decides, a text at a time (the title, each message), whether
+// a session holds every phrase of a query within one text and no
+// exclusion in any.
+type textMatcher struct {
+	pq       parsedQuery
+	found    []bool
+	left     int
+	excluded bool
+}
+
+func newTextMatcher(pq parsedQuery) *textMatcher {
+	return &textMatcher{pq: pq, found: make([]bool, len(pq.Phrases)), left: len(pq.Phrases)}
+}
+
+// add reads one text's tokens.
+func (m *textMatcher) add(tokens analysis.TokenStream) {
+	for i, ph := range m.pq.Phrases {
+		if !m.found[i] && phraseIn(tokens, ph) {
+			m.found[i] = true
+			m.left--
+		}
+	}
+	for _, ph := range m.pq.Exclude {
+		if !m.excluded && phraseIn(tokens, ph) {
+			m.excluded = true
+		}
+	}
+}
+
+// decided reports whether more text cannot change matches.
+func (m *textMatcher) decided() bool {
+	return m.excluded || (m.left == 0 && len(m.pq.Exclude) == 0)
+}
+
+// matches reports the verdict on the texts read.
+func (m *textMatcher) matches() bool { return !m.excluded && m.left == 0 }
 
 // explainHits fills the hits' snippets and matchedIn from their texts when
 // q asks for them.
@@ -412,39 +495,24 @@ func chunkWeights(res wordsResult) chunkScoring {
 // and exclusions: a phrase matches within the title or within one message
 // of the body (s.Breaks), never across two. Each text is analysed on its
 // own (its tokens are those it has in the body, see compose.go), the title
-// first, and without exclusions the check stops at the text that completes
-// the phrases.
+// first, and the check stops at the text that decides it.
 func sessionMatches(a analysis.Analyzer, pq parsedQuery, s Session) bool {
 	if len(pq.Phrases) == 0 && len(pq.Exclude) == 0 {
 		return true
 	}
-	texts := make([]string, 0, len(s.Breaks)+2)
+	m := newTextMatcher(pq)
 	if s.Title != "" {
-		texts = append(texts, s.Title)
+		m.add(a.Analyze([]byte(s.Title)))
 	}
 	at := 0
-	for _, b := range s.Breaks {
-		texts = append(texts, s.Body[at:b])
+	for _, b := range append(slices.Clip(s.Breaks), len(s.Body)) {
+		if m.decided() {
+			break
+		}
+		m.add(a.Analyze([]byte(s.Body[at:b])))
 		at = b
 	}
-	texts = append(texts, s.Body[at:])
-	if len(pq.Exclude) > 0 {
-		return matchesQuery(a, pq, texts...)
-	}
-	found, left := make([]bool, len(pq.Phrases)), len(pq.Phrases)
-	for _, t := range texts {
-		tokens := a.Analyze([]byte(t))
-		for i, ph := range pq.Phrases {
-			if !found[i] && phraseIn(tokens, ph) {
-				found[i] = true
-				left--
-			}
-		}
-		if left == 0 {
-			return true
-		}
-	}
-	return false
+	return m.matches()
 }
 
 // matchesQuery reports whether a document of the given texts satisfies the

@@ -3,6 +3,7 @@ package ingest_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -83,10 +84,16 @@ func TestMessageBreaks(t *testing.T) {
 }
 
 // TestPhraseAcrossMessages: through the pipeline, a quoted phrase matches
-// within one message only, for sessions and for chunks.
+// within one message only, for sessions and for chunks, with the index
+// reading the records (ingest.Texts, a message at a time) as the server's
+// does.
 func TestPhraseAcrossMessages(t *testing.T) {
 	f := newFixture(t)
-	ix := openIndex(t)
+	ix, err := index.Open(t.TempDir(), index.Options{Text: ingest.Texts{Store: f.st}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ix.Close() })
 	p := ingest.NewPipeline(f.st, ix, ingest.PipelineOptions{})
 	msg := func(session, id, role, text string) string {
 		return fmt.Sprintf(`{"sessionExternalId":%q,"externalId":%q,"role":%q,"textContent":%q}`, session, id, role, text)
@@ -96,12 +103,15 @@ func TestPhraseAcrossMessages(t *testing.T) {
 		msg("one", "1b", "assistant", "timeout in the dialer"),
 		msg("two", "2a", "user", "a flaky socket timeout again"),
 		msg("two", "2b", "assistant", "yes"),
+		msg("three", "3a", "user", "is it flaky socket"),
+		msg("three", "3b", "assistant", "timeout: flaky socket timeout"),
 	}, ",") + `]}`)
-	drainStep(t, p, 2)
+	drainStep(t, p, 3)
 	two, _ := f.stored("two")
+	three, _ := f.stored("three")
 	for _, kind := range []index.Kind{index.Sessions, index.Chunks} {
-		if got := foundIDs(t, ix, f.user, kind, `"flaky socket timeout"`); strings.Join(got, ",") != two.ID {
-			t.Errorf("%v: phrase in one message found %v, want [%s]", kind, got, two.ID)
+		if got, want := foundIDs(t, ix, f.user, kind, `"flaky socket timeout"`), sortedIDs(two.ID, three.ID); !slices.Equal(got, want) {
+			t.Errorf("%v: phrase in one message found %v, want %v", kind, got, want)
 		}
 		if got := foundIDs(t, ix, f.user, kind, `"socket flaky timeout"`); len(got) != 0 {
 			t.Errorf("%v: a phrase across two messages found %v", kind, got)
