@@ -151,8 +151,12 @@
 // one of their pairs: for two words that is the answer; for more, a
 // candidate could hold "a b" and "b c" in different messages, so
 // candidates are read from the TextSource best first and checked message
-// by message (sessionMatches: each message's tokens on their own), more
-// read (checkGrowth times as many) while fewer than the limit pass. A
+// by message (each message's tokens on their own), more read
+// (checkGrowth times as many) while fewer than the limit pass. A source
+// that is also a MessageSource (the records, ingest.Texts) gives a
+// session's title and messages one at a time, and the check stops at the
+// message that decides it (textMatcher): a session holding the phrase in
+// its first message costs that message, not the session. A
 // search reads at most maxChecked (1,000) sessions' text: past that it
 // returns what passed with ErrPartial, which the API and MCP answers
 // carry as "partial" (see README); it never stops silently. An excluded
