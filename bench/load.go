@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"runtime"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,8 +30,10 @@ type LoadTarget struct {
 	Pending func() int
 	// Lags returns (and forgets) write-to-searchable delays seen by the indexer.
 	Lags func() []time.Duration
-	// Search runs one query in-process for user i (the API's code path minus HTTP).
-	Search func(ctx context.Context, user int, mode, q string, k int) (int, error)
+	// Search runs one query in-process for user i (the API's code path
+	// minus HTTP): the number of results, and whether the answer said it
+	// was partial (a search budget ran out).
+	Search func(ctx context.Context, user int, mode, q string, k int) (hits int, partial bool, err error)
 	// Rebuild re-indexes everything from the records and returns how many sessions.
 	Rebuild func(ctx context.Context) (int, error)
 	// RawBleve, when set, indexes the documents Rebuild writes, already
@@ -79,9 +83,12 @@ type LoadStep struct {
 	LagP50ms      float64 `json:"index_lag_p50_ms"`
 	LagP99ms      float64 `json:"index_lag_p99_ms"`
 	// Live is the live-sync probe run during the step's ingest.
-	Live      *LiveProbe         `json:"live_probe,omitempty"`
-	Query     map[string]Latency `json:"query"` // "<mode>/<inprocess|http>"
-	RebuildPS float64            `json:"rebuild_sessions_per_s,omitempty"`
+	Live  *LiveProbe         `json:"live_probe,omitempty"`
+	Query map[string]Latency `json:"query"` // "<mode>/<inprocess|http>"
+	// Phrase is the quoted-phrase queries (PhraseQuery), full-text, in
+	// process, by kind (PhraseKinds).
+	Phrase    map[string]PhraseLatency `json:"phrase,omitempty"`
+	RebuildPS float64                  `json:"rebuild_sessions_per_s,omitempty"`
 	// RawBlevePS is LoadTarget.RawBleve's speed, RebuildToRaw the rebuild's
 	// fraction of it.
 	RawBlevePS   float64 `json:"raw_bleve_sessions_per_s,omitempty"`
@@ -140,6 +147,16 @@ type Latency struct {
 	P99ms float64 `json:"p99_ms"`
 }
 
+// PhraseLatency is the latency of the phrase queries of one kind, how
+// many there were, how many found a session, and how many answers said
+// they were partial.
+type PhraseLatency struct {
+	Latency
+	Queries int `json:"queries"`
+	Found   int `json:"found"`
+	Partial int `json:"partial"`
+}
+
 // Loader grows a data set step by step; the generator state carries over so
 // each step adds new sessions.
 type Loader struct {
@@ -150,11 +167,16 @@ type Loader struct {
 	raw   int64 // bytes of the request bodies synced so far
 	rng   *rand.Rand
 	terms []string
+	// texts are message texts of the first sessions and the user each
+	// session went to, for phrases; prng draws the phrases (apart from
+	// rng, so the plain mix stays as it was).
+	texts []PhraseSample
+	prng  *rand.Rand
 }
 
 // NewLoader returns a Loader for t, generating with seed.
 func NewLoader(t LoadTarget, seed uint64) *Loader {
-	return &Loader{t: t, gen: NewGenerator(seed), rng: rand.New(rand.NewPCG(seed, 7))}
+	return &Loader{t: t, gen: NewGenerator(seed), rng: rand.New(rand.NewPCG(seed, 7)), prng: rand.New(rand.NewPCG(seed, 27))}
 }
 
 // Step ingests sessions until the total reaches o.Sessions, then measures.
@@ -176,11 +198,16 @@ func (l *Loader) Step(ctx context.Context, o StepOptions) (LoadStep, error) {
 		}
 		var bodies []body
 		var batch []GenSession
+		var sampled []string // message texts of batch's sessions, for l.texts
 		n := 0
 		flush := func() {
 			if len(batch) == 0 {
 				return
 			}
+			for _, t := range sampled {
+				l.texts = append(l.texts, PhraseSample{User: len(bodies) % len(l.t.Clients), Text: t})
+			}
+			sampled = nil
 			var msgs []GenMessage
 			for _, s := range batch {
 				msgs = append(msgs, s.Messages...)
@@ -193,6 +220,11 @@ func (l *Loader) Step(ctx context.Context, o StepOptions) (LoadStep, error) {
 			s := l.gen.Session(o.Messages)
 			if len(l.terms) < 2000 {
 				l.terms = append(l.terms, s.Title)
+			}
+			if len(l.texts)+len(sampled) < 2000 {
+				if t := messageText(l.prng, s); t != "" {
+					sampled = append(sampled, t)
+				}
 			}
 			batch = append(batch, s)
 			n += len(s.Messages)
@@ -269,7 +301,7 @@ func (l *Loader) Step(ctx context.Context, o StepOptions) (LoadStep, error) {
 				start := time.Now()
 				var err error
 				if path != "http" {
-					_, err = l.t.Search(ctx, user, mode, q, 20)
+					_, _, err = l.t.Search(ctx, user, mode, q, 20)
 				} else {
 					err = l.t.Clients[user].search(ctx, mode, q, 20)
 				}
@@ -281,6 +313,12 @@ func (l *Loader) Step(ctx context.Context, o StepOptions) (LoadStep, error) {
 			}
 			bar.Done()
 			st.Query[mode+"/"+path] = Latency{millis(Percentile(lat, 50)), millis(Percentile(lat, 99))}
+		}
+	}
+	if slices.Contains(l.t.Modes, "fulltext") {
+		var err error
+		if st.Phrase, err = l.phrases(ctx, o); err != nil {
+			return st, err
 		}
 	}
 	// Return freed memory to the OS first, so the resident size is what
@@ -333,6 +371,124 @@ func perSessionMs(d time.Duration, n int) float64 {
 		return 0
 	}
 	return float64(d.Microseconds()) / 1000 / float64(n)
+}
+
+// phrases times the phrase queries (full-text, in process, after the
+// plain ones: their caches are warm), by kind (PhraseQuery), and counts
+// those of each kind that found something and those that said they were
+// partial.
+func (l *Loader) phrases(ctx context.Context, o StepOptions) (map[string]PhraseLatency, error) {
+	lat := map[string][]time.Duration{}
+	partial, found := map[string]int{}, map[string]int{}
+	n := o.Queries
+	bar := progress.New(o.Progress, fmt.Sprintf("phrase queries at %d", l.done), n)
+	for i := range n {
+		kind, user, q := PhraseQuery(l.prng, i, l.texts)
+		if user < 0 {
+			user = i % len(l.t.Clients)
+		}
+		start := time.Now()
+		hits, part, err := l.t.Search(ctx, user, "fulltext", q, 20)
+		if err != nil {
+			return nil, fmt.Errorf("phrase query: %w", err)
+		}
+		lat[kind] = append(lat[kind], time.Since(start))
+		if hits > 0 {
+			found[kind]++
+		}
+		if part {
+			partial[kind]++
+		}
+		bar.Set(i + 1)
+	}
+	bar.Done()
+	out := map[string]PhraseLatency{}
+	for k, ds := range lat {
+		out[k] = PhraseLatency{Latency: Latency{millis(Percentile(ds, 50)), millis(Percentile(ds, 99))},
+			Queries: len(ds), Found: found[k], Partial: partial[k]}
+	}
+	return out, nil
+}
+
+// messageText returns the text of one of s's messages with text, drawn
+// with rng ("" when it has none).
+func messageText(rng *rand.Rand, s GenSession) string {
+	var texts []string
+	for _, m := range s.Messages {
+		if m.TextContent != "" {
+			texts = append(texts, m.TextContent)
+		}
+		for _, p := range m.Parts {
+			if p["type"] == "text" {
+				if c, ok := p["content"].(string); ok {
+					texts = append(texts, c)
+				}
+			}
+		}
+	}
+	if len(texts) == 0 {
+		return ""
+	}
+	return texts[rng.IntN(len(texts))]
+}
+
+// PhraseSample is a message text of the data set and the user (client)
+// whose session holds it.
+type PhraseSample struct {
+	User int
+	Text string
+}
+
+// PhraseKinds are PhraseQuery's kinds, in report order.
+var PhraseKinds = []string{"match", "none", "run", "decoy"}
+
+// PhraseQuery draws the i-th quoted phrase of the load bench with rng: its
+// kind, the user to ask (-1: any) and the text. In turn:
+//
+//   - "match": what a user quotes and the generator writes in many
+//     sessions of every user: an error message ("context deadline
+//     exceeded") or a topic with its article ("the database connection
+//     pool");
+//   - "none": the words of two topics joined ("connection pool stale
+//     entries"), which no session holds together, nor their word pairs;
+//   - "run": 2 to 4 consecutive words of one of texts, asked of the user
+//     whose session holds them. The generator's sentences draw from 45
+//     words, so most runs are word salad whose word pairs thousands of
+//     sessions hold and few hold the phrase: the index checks candidates'
+//     text until enough pass, up to its budget;
+//   - "decoy": a topic and two sentence words ("the auth login redirect
+//     value should"), whose pairs many sessions of the topic hold in some
+//     message but few in one: checked on the text the same way.
+//
+// "match" and "none" are every third query each, "run" and "decoy" every
+// sixth.
+func PhraseQuery(rng *rand.Rand, i int, texts []PhraseSample) (kind string, user int, text string) {
+	quote := func(s string) string { return `"` + s + `"` }
+	switch i % 6 {
+	case 0:
+		return "match", -1, quote(genErrors[rng.IntN(len(genErrors))])
+	case 2:
+		t := genTopics[rng.IntN(len(genTopics))]
+		return "match", -1, quote("the " + t.area + " " + t.thing)
+	case 4:
+		if len(texts) > 0 {
+			s := texts[rng.IntN(len(texts))]
+			words := strings.Fields(s.Text)
+			words = slices.DeleteFunc(words, func(w string) bool { return strings.ContainsAny(w, "\"“”") })
+			if len(words) >= 2 {
+				k := min(2+rng.IntN(3), len(words))
+				at := rng.IntN(len(words) - k + 1)
+				return "run", s.User, quote(strings.Join(words[at:at+k], " "))
+			}
+		}
+		return "run", -1, quote("fix the flaky test")
+	case 5:
+		t := genTopics[rng.IntN(len(genTopics))]
+		return "decoy", -1, quote("the " + t.area + " " + t.thing + " " + genWords[rng.IntN(len(genWords))] + " " + genWords[rng.IntN(len(genWords))])
+	}
+	a := rng.IntN(len(genTopics))
+	b := (a + 1 + rng.IntN(len(genTopics)-1)) % len(genTopics)
+	return "none", -1, quote(genTopics[a].area + " " + genTopics[a].thing + " " + genTopics[b].thing)
 }
 
 // queries draws realistic query texts: titles' words, identifiers, phrases.
@@ -400,6 +556,20 @@ func PrintLoad(w io.Writer, steps []LoadStep, modes []string) {
 		fmt.Fprintf(w, " %11.0f %11.0f %5.2f %8.2f/%8.2f %10.0f %10.0f %10.0f\n", s.RebuildPS, s.RawBlevePS, s.RebuildToRaw,
 			s.RebuildCPUms, s.RawBleveCPUms,
 			s.HeapPerSession, s.RSSPerSession, s.BytesPerSession)
+	}
+}
+
+// PrintLoadPhrases writes, per step, the phrase queries' figures by kind
+// beside the plain full-text ones.
+func PrintLoadPhrases(w io.Writer, steps []LoadStep) {
+	for _, s := range steps {
+		plain := s.Query["fulltext/inprocess"]
+		for _, k := range PhraseKinds {
+			if p, ok := s.Phrase[k]; ok {
+				fmt.Fprintf(w, "%9d phrase %-5s %4d queries, %4d found, %3d partial: p50/p99 %8.2f/%8.2fms (plain %.2f/%.2fms)\n",
+					s.Sessions, k, p.Queries, p.Found, p.Partial, p.P50ms, p.P99ms, plain.P50ms, plain.P99ms)
+			}
+		}
 	}
 }
 

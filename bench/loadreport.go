@@ -284,6 +284,10 @@ func LoadMarkdown(r *LoadResult) string {
 		}
 		fmt.Fprintf(&b, " %s | %s | %s | %.1f | %.1f | %.1f |\n", rebuild, raw, cpu, s.HeapPerSession/1024, s.RSSPerSession/1024, s.BytesPerSession/1024)
 	}
+	if len(r.Steps) > 0 && r.Steps[0].Phrase != nil {
+		b.WriteString("\n" + phraseIntro + "\n\n")
+		writePhraseTable(&b, r.Steps)
+	}
 	if len(r.Steps) > 0 && r.Steps[0].PerSession != nil {
 		b.WriteString("\nDisk per session, against the data: the raw payload is the JSON the sync API received, the searchable " +
 			"text the title and message text the index scores (once). Records are the bbolt file, the index the Bleve index " +
@@ -333,4 +337,34 @@ func LoadMarkdown(r *LoadResult) string {
 		}
 	}
 	return b.String()
+}
+
+// phraseIntro explains the phrase table.
+const phraseIntro = "Quoted phrases (`bench.PhraseQuery`), full-text, in process, after the plain queries, against the plain " +
+	"full-text in-process figures of the same step: \"match\" is an error message or a topic the generator writes in " +
+	"many sessions; \"none\" the words of two topics joined, which no session holds together; \"run\" 2 to 4 " +
+	"consecutive words of a generated message (word salad from 45 words: thousands of sessions hold its word pairs, " +
+	"few the phrase) and \"decoy\" a topic and two sentence words, whose pairs many sessions hold in some message but " +
+	"few in one: for these two the index checks candidates' text until enough pass, up to its budget. Found counts " +
+	"the queries that returned a session, partial those whose answer said the search stopped at its budget."
+
+// writePhraseTable writes one row per step and phrase kind.
+func writePhraseTable(b *strings.Builder, steps []LoadStep) {
+	b.WriteString("| sessions | kind | queries | found | partial | p50 / p99 ms | plain full-text p50 / p99 ms | p99 × plain |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|\n")
+	for _, s := range steps {
+		plain := s.Query["fulltext/inprocess"]
+		for _, k := range PhraseKinds {
+			p, ok := s.Phrase[k]
+			if !ok {
+				continue
+			}
+			ratio := "–"
+			if plain.P99ms > 0 {
+				ratio = fmt.Sprintf("%.2f", p.P99ms/plain.P99ms)
+			}
+			fmt.Fprintf(b, "| %d | %s | %d | %d | %d | %.2f / %.2f | %.2f / %.2f | %s |\n", s.Sessions, k, p.Queries, p.Found,
+				p.Partial, p.P50ms, p.P99ms, plain.P50ms, plain.P99ms, ratio)
+		}
+	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/hindsight-dev/hindsight/ingest"
 	"github.com/hindsight-dev/hindsight/kv"
 	"github.com/hindsight-dev/hindsight/kv/kvtest"
+	"github.com/hindsight-dev/hindsight/ranking"
 )
 
 var bg = context.Background()
@@ -50,6 +51,8 @@ type options struct {
 	ingestNow func() time.Time
 	// exclude: projects whose sessions are dropped (HINDSIGHT_EXCLUDE_PROJECTS).
 	exclude string
+	// search answers /api/search and /api/context (nil: none).
+	search *ranking.Engine
 }
 
 // app is a real Hindsight wired as cmd/hindsight's buildApp does, served by
@@ -105,7 +108,7 @@ func newApp(t *testing.T, o options) *app {
 		auth = o.auth
 	}
 	api := httpd.New(httpd.Config{
-		Auth: auth, Ingest: svc, Records: st, Limits: o.limits,
+		Auth: auth, Ingest: svc, Records: st, Limits: o.limits, Search: o.search,
 		RatePerSecond: o.rate, RateBurst: o.burst,
 		Logger: zerolog.New(a.logs).Level(zerolog.InfoLevel), Now: o.now,
 	})

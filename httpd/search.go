@@ -118,7 +118,11 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) error {
 	if res.Degraded != "" {
 		w.Header().Set("X-Search-Degraded", res.Degraded)
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"results": items})
+	out := map[string]any{"results": items}
+	if res.Partial {
+		markPartial(w, out)
+	}
+	return writeJSON(w, http.StatusOK, out)
 }
 
 // context: GET /api/context?q=&limit=&format=text|messages&maxChars=.
@@ -147,7 +151,7 @@ func (s *Server) context(w http.ResponseWriter, r *http.Request) error {
 		return errBadRequest("format must be text or messages")
 	}
 	uid := UserID(r.Context())
-	hits, degraded, err := s.cfg.Search.ContextSessions(r.Context(), uid, text, limit)
+	hits, degraded, partial, err := s.cfg.Search.ContextSessions(r.Context(), uid, text, limit)
 	if err != nil {
 		return searchError(err)
 	}
@@ -164,8 +168,26 @@ func (s *Server) context(w http.ResponseWriter, r *http.Request) error {
 	if degraded != "" {
 		w.Header().Set("X-Search-Degraded", degraded)
 	}
+	out := map[string]any{"text": body, "sessionCount": n}
 	if format == "messages" {
-		return writeJSON(w, http.StatusOK, map[string]any{"messages": msgs, "sessionCount": n})
+		out = map[string]any{"messages": msgs, "sessionCount": n}
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"text": body, "sessionCount": n})
+	if partial {
+		markPartial(w, out)
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+// PartialHeader is set (to "true") on a search or context answer whose
+// full-text search stopped at its budget before it could check every
+// candidate of a quoted phrase (index.ErrPartial); the JSON body then has
+// "partial": true. The results are right as far as they go, but more or
+// better sessions may hold the phrase.
+const PartialHeader = "X-Search-Partial"
+
+// markPartial says that the answer out is partial, in a header and in the
+// body.
+func markPartial(w http.ResponseWriter, out map[string]any) {
+	w.Header().Set(PartialHeader, "true")
+	out["partial"] = true
 }

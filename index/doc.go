@@ -1,8 +1,9 @@
 // Package index is Hindsight's full-text index: Bleve (v2.5.7, scorch)
 // storage with textbook BM25 scoring of its own, an English analyzer that
 // also splits identifiers, per-user filtered search over sessions or their
-// message chunks, and snippets. It keeps only what BM25 scores: no
-// positions and no text.
+// message chunks, and snippets. It keeps what BM25 scores and, for
+// quoted phrases, the adjacent word pairs of each message: no positions
+// and no text.
 //
 // It knows nothing of the rest of the project: it takes plain ids and
 // strings, and the index it keeps is derived data that kv can rebuild.
@@ -20,7 +21,7 @@
 // a pipeline may redo a batch after a crash); Delete removes sessions.
 // Every query names its user: only the user's documents are candidates (a
 // Bleve query for phrases and exclusions is a conjunction of a keyword
-// term on userId and the text query), a hit whose document id names
+// term on userId and the pairs or words query), a hit whose document id names
 // another owner is an error, not a result, and the statistics every score
 // is computed with are the user's own (see Scoring): another user's
 // documents change neither a user's results nor the scores shown.
@@ -101,8 +102,11 @@
 //
 // Every query is evaluated by words.go on the scorch segments: plain words
 // directly; quoted phrases and exclusions first find their documents with
-// Bleve's searchers (unscored, same snapshot), which then only restrict the
-// candidates, and the phrase words are scored like the others.
+// Bleve's searchers over the word pairs (unscored, same snapshot; see
+// Phrases), which then only restrict the candidates, and the phrase words
+// are scored like the others. The pairs are a field of their own, never
+// scored: the scores of every query, and the results of a query without
+// a phrase, are what they were without them.
 // TestSearchMatchesReference pins the definition: Search must return the
 // documents and scores an exhaustive reference scorer computes over every
 // document.
@@ -134,25 +138,68 @@
 // against 0.380 (Bleve's scoring); the whole compound tokens stay in the
 // index, for exact phrase matches of kebab-case names and paths.
 //
+// # Phrases
+//
+// A quoted phrase matches a session that holds it within its title or
+// within one message (Session.Breaks), never across two messages, two
+// copies of the title, or the title and the body; a chunk that holds it
+// within one of its messages (Chunk.Breaks). Search returns every session
+// (and chunk) that holds it, ranked, however many hold its words
+// (TestPhrasesMatchFullScan: 10,200 sessions of one user hold the words of
+// "flaky socket timeout", about a hundred the phrase, hundreds more its
+// words across two messages or its two pairs apart; the sessions and
+// chunks returned are those a scan of every message finds, for a second
+// user's 400 sessions holding it under the same ids too). A one-word
+// phrase is the word.
+//
+// Each session document keeps, in a keyword field without frequencies
+// (fieldPairs, pairs.go), the distinct pairs of terms at adjacent
+// positions of each message and of the title (the title's apart, so that
+// a phrase's pairs are all in the body or all in the title). A phrase's
+// candidates are the documents holding, for each two adjacent positions,
+// one of their pairs: for two words that is the answer; for more, a
+// candidate could hold "a b" and "b c" in different messages, so
+// candidates are read from the TextSource best first and checked message
+// by message (each message's tokens on their own), more read
+// (checkGrowth times as many) while fewer than the limit pass. A source
+// that is also a MessageSource (the records, ingest.Texts) gives a
+// session's title and messages one at a time, and the check stops at the
+// message that decides it (textMatcher): a session holding the phrase in
+// its first message costs that message, not the session. A
+// search reads at most maxChecked (1,000) sessions' text: past that it
+// returns what passed with ErrPartial, which the API and MCP answers
+// carry as "partial" (see README); it never stops silently. An excluded
+// phrase of up to two words is excluded by its pairs; a longer one is
+// checked on the hits the same way. Chunks with a phrase read every
+// candidate session (up to maxChecked, past which the answer is partial),
+// so every chunk holding the phrase is a candidate.
+//
+// The pairs' cost, measured with bench load (bench/results/phrase-load,
+// 10,000 / 100,000 generated sessions, 2 shared cores at load average
+// 10-13): the index takes 3.1 / 2.1 KiB per session (0.59 / 0.40 times
+// its text), against 0.9 / 0.7 KiB without them (bench/results/load).
+// Phrases many sessions hold (an error message, a topic) answer in p50
+// 6.1 / 11.5 ms, p99 28 / 57 ms, the check of their best candidates'
+// first messages being most of it; phrases whose pairs no session holds
+// in p99 4.5 / 3.4 ms. The generator's sentences are word salad from 45
+// words, so a run of their words has pairs that thousands of sessions
+// hold and few the phrase: p99 2.7 / 8.0 s, reading up to maxChecked
+// sessions (1 of 50 partial at 100,000). Positions on the pairs (Bleve
+// term vectors on fieldPairs, a phrase then a phrase query over its
+// pairs) would need no text for any phrase, at the size positions cost.
+//
 // # One index, no positions, no text
 //
 // The directory holds one Bleve index of session documents: postings with
-// frequencies and norms, the keyword fields, and nothing else. On 10,000
-// generated sessions (5.4 KB of searchable text each) the index with term
-// vectors (positions) took 1.66 times the text it indexes, without them
-// 0.18 times; a second index of chunk documents took another 1.84 times
-// with positions, 0.55 without (more documents, and a word in ten chunks
-// is ten postings). What each served is done from the records' text:
+// frequencies and norms, the keyword fields (the pairs among them), and
+// nothing else. On 10,000 generated sessions (5.4 KB of searchable text
+// each) the index with term vectors (positions) took 1.66 times the text
+// it indexes, without them 0.18 times (before the pairs); a second index
+// of chunk documents took another 1.84 times with positions, 0.55 without
+// (more documents, and a word in ten chunks is ten postings). What each
+// served is done from the records' text:
 //
-//   - Phrases. searchWords narrows a quoted phrase to the documents that
-//     hold all its words (Bleve's term searchers, no positions needed),
-//     scores them, and Search checks the best on their text
-//     (matchesQuery: the title and the body each analysed, the phrase's
-//     terms at consecutive positions), reading further (four times as
-//     many, up to maxChecked) while too few pass. An excluded word needs
-//     no check; an excluded phrase is checked the same way. A phrase now
-//     matches within the title or within the body, not across the two (as
-//     in the Weaviate text index).
+//   - Phrases: their pairs and the text (see Phrases).
 //   - Chunks (Kind Chunks, what /api/context reads). The best
 //     chunkSessions(limit) sessions for the query's words are found in the
 //     index, their chunks read from the TextSource, analysed and scored
@@ -180,9 +227,10 @@
 // A search without Explain reads no stored fields: the session id, the
 // ordinal and the owner are decoded from the document id. Its cost is
 // proportional to the postings it walks, so it grows with the number of
-// documents that contain the query's words; quoted phrases of common words
-// are the expensive case, since their best documents are read and
-// analysed until enough hold the phrase. Explain re-analyses the text of
+// documents that contain the query's words; quoted phrases of three words
+// or more whose pairs many documents hold apart but few together are the
+// expensive case, since their best candidates are read and analysed until
+// enough hold the phrase (up to maxChecked). Explain re-analyses the text of
 // the hits it returns (a few milliseconds for 20 long sessions).
 //
 // Queries do not go through Bleve's searchers (but for the phrase and
@@ -290,7 +338,10 @@
 //     noisy idf of a small collection, as the user would alone.
 //   - Phrases, snippets and chunks read the TextSource: a session written
 //     to the records but not yet re-indexed is checked and scored on its
-//     new text, ranked by its old document (the pipeline catches up).
+//     new text, ranked by its old document, and found by its old pairs
+//     (the pipeline catches up).
+//   - A caller that gives no Breaks makes its body one message: phrases
+//     may then span its messages.
 //   - Options.TitleBoost applies at indexing time; change it, then rebuild.
 //   - Only one process may open a directory at a time.
 package index

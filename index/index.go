@@ -41,11 +41,13 @@ var (
 
 // Field names of the Bleve documents.
 const (
-	fieldUser  = "userId" // keyword: owner of the document; every query requires it
-	fieldText  = "text"   // analysed, not stored, no positions: the scored text (title + body)
-	fieldTitle = "title"  // stored only, without a TextSource: for snippets and phrase checks
-	fieldBody  = "body"   // stored only, without a TextSource
-	fieldChunk = "chunk"  // stored only, without a TextSource: one per chunk, "ordinal\ttext"
+	fieldUser   = "userId" // keyword: owner of the document; every query requires it
+	fieldText   = "text"   // analysed, not stored, no positions: the scored text (title + body)
+	fieldTitle  = "title"  // stored only, without a TextSource: for snippets and phrase checks
+	fieldBody   = "body"   // stored only, without a TextSource
+	fieldChunk  = "chunk"  // stored only, without a TextSource: one per chunk, "ordinal\tbreaks\ttext"
+	fieldBreaks = "breaks" // stored only, without a TextSource: Session.Breaks
+	fieldPairs  = "pairs"  // keyword-like, not scored: the adjacent word pairs of each message (pairs.go)
 )
 
 // formatVersion changes whenever documents, mapping or analysis change in a
@@ -53,7 +55,8 @@ const (
 // Version 2: BM25 lengths in words and the length field (scoring.go).
 // Version 3: no term vectors and no chunk index; chunk statistics on the
 // session documents (fieldChunks, fieldChunkLength).
-const formatVersion = 3
+// Version 4: the word pairs of each message (fieldPairs), for phrases.
+const formatVersion = 4
 
 // metaKey is the Bleve internal key (in the sessions index) that records the
 // format and the settings the index was built with.
@@ -97,6 +100,19 @@ type TextSource interface {
 	SessionText(ctx context.Context, userID string, ids []string, bodyBytes int) (map[string]Session, error)
 }
 
+// MessageSource is what a TextSource may also offer for phrase checks:
+// the user's sessions among ids read a text at a time, so that a check
+// stops at the message that decides it rather than reading and analysing
+// the whole session.
+type MessageSource interface {
+	// EachText calls fn for each of the user's sessions among ids that
+	// exists, with its title (first, even when empty) and then the text of
+	// each of its messages, in order: the pieces of the Body SessionText
+	// gives between its Breaks. fn returns false to skip the rest of that
+	// session.
+	EachText(ctx context.Context, userID string, ids []string, fn func(id, text string) bool) error
+}
+
 func (o Options) titleRepeat() (int, error) {
 	b := o.TitleBoost
 	switch {
@@ -133,6 +149,7 @@ type Index struct {
 	text           TextSource // the hits' text: Options.Text, or the stored fields
 	stored         bool       // documents carry their text (no Options.Text)
 	log            zerolog.Logger
+	checkBudget    int // tests: sessions a search may read for phrase checks; 0 is maxChecked
 
 	wmu    sync.Mutex // serialises Put, Delete and Close
 	closed atomic.Bool
@@ -162,7 +179,7 @@ func open(dir string, opts Options, config map[string]any) (*Index, error) {
 	ix := &Index{analyzer: a, repeat: repeat, text: opts.Text, log: opts.Logger}
 	var stored []string
 	if ix.text == nil {
-		ix.stored, stored = true, []string{fieldTitle, fieldBody, fieldChunk}
+		ix.stored, stored = true, []string{fieldTitle, fieldBody, fieldChunk, fieldBreaks}
 	}
 	var created bool
 	ix.sessions, created, err = openOrCreate(filepath.Join(dir, "sessions.bleve"), newMapping(stored), config)
@@ -229,7 +246,7 @@ func newMapping(stored []string) *mapping.IndexMappingImpl {
 	im.StoreDynamic = false
 	im.DocValuesDynamic = false
 	dm := bleve.NewDocumentStaticMapping()
-	for _, name := range []string{fieldUser, fieldLength, fieldChunks, fieldChunkLength} {
+	for _, name := range []string{fieldUser, fieldLength, fieldChunks, fieldChunkLength, fieldPairs} {
 		dm.AddFieldMappingsAt(name, keywordField())
 	}
 	dm.AddFieldMappingsAt(fieldText, textField())
@@ -296,6 +313,11 @@ type Session struct {
 	// Body is the searchable message text of the session (already filtered
 	// by the caller), messages joined by "\n\n".
 	Body string
+	// Breaks are the byte offsets in Body at which a message other than
+	// the first begins, increasing: the text between two is one message's.
+	// A quoted phrase matches within the title or within one message,
+	// never across a break. Nil: Body is one message.
+	Breaks []int
 	// Chunks are message-level chunks (one per user->assistant exchange,
 	// split when long), built by the caller. Ordinals must be distinct and
 	// non-negative. The index keeps only their number and total length
@@ -308,6 +330,9 @@ type Session struct {
 type Chunk struct {
 	Ordinal int // 0..n-1 within the session
 	Text    string
+	// Breaks are the byte offsets in Text at which another message's text
+	// begins, increasing (as Session.Breaks).
+	Breaks []int
 }
 
 // Put indexes the sessions in one Bleve batch. It is idempotent: it
@@ -421,8 +446,14 @@ func validate(s Session) error {
 	if s.UserID == "" || s.SessionID == "" {
 		return errors.New("user id and session id are required")
 	}
+	if err := validBreaks(s.Breaks, len(s.Body)); err != nil {
+		return fmt.Errorf("session %s: body: %w", s.SessionID, err)
+	}
 	seen := make(map[int]struct{}, len(s.Chunks))
 	for _, c := range s.Chunks {
+		if err := validBreaks(c.Breaks, len(c.Text)); err != nil {
+			return fmt.Errorf("session %s: chunk %d: %w", s.SessionID, c.Ordinal, err)
+		}
 		if c.Ordinal < 0 {
 			return fmt.Errorf("session %s: chunk ordinal %d is negative", s.SessionID, c.Ordinal)
 		}
@@ -430,6 +461,19 @@ func validate(s Session) error {
 			return fmt.Errorf("session %s: chunk ordinal %d appears twice", s.SessionID, c.Ordinal)
 		}
 		seen[c.Ordinal] = struct{}{}
+	}
+	return nil
+}
+
+// validBreaks checks message breaks in a text of n bytes: increasing,
+// within it, none at its start.
+func validBreaks(breaks []int, n int) error {
+	last := 0
+	for _, b := range breaks {
+		if b <= last || b >= n {
+			return fmt.Errorf("message break %d out of order or outside the text (%d bytes)", b, n)
+		}
+		last = b
 	}
 	return nil
 }
@@ -479,11 +523,13 @@ func (ix *Index) sessionDoc(key string, s Session, tokens analysis.TokenStream, 
 	d.AddField(numberField(fieldLength, scored.length))
 	d.AddField(numberField(fieldChunks, chunks))
 	d.AddField(numberField(fieldChunkLength, chunkTokens))
+	d.AddField(newPairsField(tokens, ix.segmenter(s)))
 	if ix.stored {
 		d.AddField(document.NewTextFieldCustom(fieldTitle, nil, []byte(s.Title), storedOpts, nil))
 		d.AddField(document.NewTextFieldCustom(fieldBody, nil, []byte(s.Body), storedOpts, nil))
+		d.AddField(document.NewTextFieldCustom(fieldBreaks, nil, []byte(formatBreaks(s.Breaks)), storedOpts, nil))
 		for _, c := range s.Chunks {
-			v := strconv.Itoa(c.Ordinal) + "\t" + c.Text
+			v := strconv.Itoa(c.Ordinal) + "\t" + formatBreaks(c.Breaks) + "\t" + c.Text
 			d.AddField(document.NewTextFieldCustom(fieldChunk, nil, []byte(v), storedOpts, nil))
 		}
 	}
@@ -532,10 +578,13 @@ func (st storedText) SessionText(ctx context.Context, userID string, ids []strin
 				s.Title = v
 			case fieldBody:
 				s.Body = v
+			case fieldBreaks:
+				s.Breaks = parseBreaks(v)
 			case fieldChunk:
-				ord, text, _ := strings.Cut(v, "\t")
+				ord, rest, _ := strings.Cut(v, "\t")
+				breaks, text, _ := strings.Cut(rest, "\t")
 				if n, err := strconv.Atoi(ord); err == nil {
-					s.Chunks = append(s.Chunks, Chunk{Ordinal: n, Text: text})
+					s.Chunks = append(s.Chunks, Chunk{Ordinal: n, Text: text, Breaks: parseBreaks(breaks)})
 				}
 			}
 		})

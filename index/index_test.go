@@ -77,8 +77,13 @@ func counts(t *testing.T, ix *Index) [2]uint64 {
 
 // chunked makes a session whose chunks are its messages.
 func chunked(user, id, title string, messages ...string) Session {
-	s := Session{UserID: user, SessionID: id, Title: title, Body: strings.Join(messages, "\n\n")}
+	s := Session{UserID: user, SessionID: id, Title: title}
 	for i, m := range messages {
+		if i > 0 {
+			s.Body += "\n\n"
+			s.Breaks = append(s.Breaks, len(s.Body))
+		}
+		s.Body += m
 		s.Chunks = append(s.Chunks, Chunk{Ordinal: i, Text: m})
 	}
 	return s

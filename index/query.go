@@ -264,42 +264,17 @@ func contains(ss []string, s string) bool {
 	return false
 }
 
-// query returns the Bleve query of the documents holding the phrase's
-// words: at each position one of its alternatives (a position without
-// any, a removed stop word, asks nothing). Without positions in the index
-// that is all it can ask; the order is checked on the text (needsCheck).
-func (ph phrase) query(field string) query.Query {
-	var all []query.Query
-	for _, alts := range ph {
-		switch len(alts) {
-		case 0:
-		case 1:
-			all = append(all, termQuery(field, alts[0]))
-		default:
-			qs := make([]query.Query, len(alts))
-			for i, t := range alts {
-				qs[i] = termQuery(field, t)
-			}
-			all = append(all, query.NewDisjunctionQuery(qs))
-		}
-	}
-	if len(all) == 1 {
-		return all[0]
-	}
-	return query.NewConjunctionQuery(all)
-}
-
 // needsCheck reports whether the documents searchWords finds must still
-// be checked on their text: a phrase or an exclusion of more than one
-// position asks for an order the index cannot see.
+// be checked on their text: a phrase or an exclusion that their pairs do
+// not decide (see phrase.exact).
 func (p parsedQuery) needsCheck() bool {
 	for _, ph := range p.Phrases {
-		if len(ph) > 1 {
+		if !ph.exact() {
 			return true
 		}
 	}
 	for _, ph := range p.Exclude {
-		if len(ph) > 1 {
+		if !ph.exact() {
 			return true
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 	"unicode/utf8"
@@ -43,8 +44,9 @@ type Query struct {
 	// UserID is required: only this user's documents can match.
 	UserID string
 	// Text is what the user typed; not Bleve query syntax. Words are OR'ed
-	// and ranked by BM25, "quoted phrases" must match, -word and -"phrase"
-	// exclude. Other punctuation is ignored. See MaxQueryTerms.
+	// and ranked by BM25, "quoted phrases" must match (in order, within the
+	// title or within one message), -word and -"phrase" exclude. Other
+	// punctuation is ignored. See MaxQueryTerms.
 	Text string
 	Kind Kind
 	// Limit is the number of hits wanted: 0 means DefaultLimit, larger
@@ -71,14 +73,17 @@ type Hit struct {
 
 // Search returns the best-scoring sessions (or chunks) of q.UserID, best
 // first (equal scores by session id, then ordinal). It returns an error
-// wrapping ErrBadQuery when q.Text has nothing to search for.
+// wrapping ErrBadQuery when q.Text has nothing to search for, and the hits
+// it found with ErrPartial when it stopped at its budget before it could
+// check every candidate of a phrase (see maxChecked): those are the only
+// hits returned with an error.
 //
 // The hits and their scores depend on the user's live documents only: the
 // BM25 statistics are the user's (scoring.go).
 //
 // Sessions are evaluated on the index segments directly (searchWords);
-// phrases and multi-word exclusions are then checked on the hits' text
-// (searchSessions). Chunks are scored from the text of the best sessions
+// phrases of more than two words and such exclusions are then checked on
+// the hits' text (searchSessions). Chunks are scored from the text of the best sessions
 // (searchChunks).
 func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 	return ix.search(ctx, q, evaluation{})
@@ -110,17 +115,21 @@ func (ix *Index) search(ctx context.Context, q Query, ev evaluation) ([]Hit, err
 	start := time.Now()
 	var hits []Hit
 	var total uint64
+	var partial bool
 	if q.Kind == Chunks {
-		hits, total, err = ix.searchChunks(ctx, q, pq, limit, ev)
+		hits, total, partial, err = ix.searchChunks(ctx, q, pq, limit, ev)
 	} else {
-		hits, total, err = ix.searchSessions(ctx, q, pq, limit, ev)
+		hits, total, partial, err = ix.searchSessions(ctx, q, pq, limit, ev)
 	}
 	if err != nil {
 		return nil, ix.searchErr(ctx, q.Kind, err)
 	}
 	sortHits(hits)
 	ix.log.Debug().Stringer("kind", q.Kind).Int("hits", len(hits)).Uint64("total", total).
-		Dur("took", time.Since(start)).Msg("index: search")
+		Bool("partial", partial).Dur("took", time.Since(start)).Msg("index: search")
+	if partial {
+		return hits, ErrPartial
+	}
 	return hits, nil
 }
 
@@ -138,40 +147,60 @@ func sortHits(hits []Hit) {
 	})
 }
 
-// Phrase checks. The index has no positions, so searchWords narrows a
-// phrase to the documents holding all its words, and the hits are checked
-// on their text (matchesQuery); when too few pass, the search is run again
-// for checkGrowth times as many, up to maxChecked hits read.
+// Phrase checks. A phrase of more than two words (or an exclusion) is
+// decided by the text: searchWords narrows it to the documents holding its
+// word pairs (pairs.go), and the best of them are checked on their text,
+// message by message (sessionMatches); when fewer than the limit pass, the
+// search is run again for checkGrowth times as many. A search reads the
+// text of at most maxChecked sessions: one that would need more stops and
+// returns what passed with ErrPartial. The pairs make failed checks rare
+// (a document holding "a b" and "b c" apart but never "a b c"), so the
+// budget is for the pathological case, not the common one.
 const (
-	minChecked  = 50
 	checkGrowth = 4
-	maxChecked  = 4 * MaxLimit
+	maxChecked  = MaxLimit
 )
 
-// searchSessions returns the best sessions of pq, checked and explained.
-func (ix *Index) searchSessions(ctx context.Context, q Query, pq parsedQuery, limit int, ev evaluation) ([]Hit, uint64, error) {
+// budget is the number of sessions a search may read to check phrases:
+// maxChecked, or a test's checkBudget.
+func (ix *Index) budget() int {
+	if ix.checkBudget > 0 {
+		return ix.checkBudget
+	}
+	return maxChecked
+}
+
+// ErrPartial is returned by Search, with the hits it found, when it
+// stopped at its budget (maxChecked sessions' text read) before it could
+// tell whether more of the user's sessions hold the query's phrases: the
+// hits are right but there may be more, or better ones. Callers must say
+// so to the user.
+var ErrPartial = errors.New("index: search stopped at its budget of text checks; results may be incomplete")
+
+// searchSessions returns the best sessions of pq, checked and explained;
+// partial when the checks ran out of budget.
+func (ix *Index) searchSessions(ctx context.Context, q Query, pq parsedQuery, limit int, ev evaluation) (hits []Hit, total uint64, partial bool, err error) {
 	check := pq.needsCheck()
 	fetch := limit
-	if check {
-		fetch = min(max(2*limit, minChecked), maxChecked)
-	}
 	// The total is for the debug log only: counting the documents pruning
 	// skipped costs a union of posting bitmaps.
 	debug := ix.log.Debug()
 	ev.countAll = debug.Enabled()
 	debug.Discard()
+	checked := make(map[string]bool) // session id: holds the phrases
+	texts := make(map[string]Session)
 	for {
 		res, err := searchWords(ctx, ix.sessions, &ix.sessionLengths, q.UserID, pq, fetch, ev)
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, false, err
 		}
 		docs, total := res.docs, res.total
 		hits, err := sessionHits(q.UserID, docs)
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, false, err
 		}
 		if !check && !q.Explain {
-			return hits, total, nil
+			return hits, total, false, nil
 		}
 		// A snippet reads no further into the body than this (see
 		// findMatches and fragment); a check reads all of it.
@@ -179,30 +208,140 @@ func (ix *Index) searchSessions(ctx context.Context, q Query, pq parsedQuery, li
 		if check {
 			bodyBytes = 0
 		}
-		texts, err := ix.texts(ctx, q.UserID, hits, bodyBytes)
-		if err != nil {
-			return nil, 0, err
+		var unread []Hit
+		for _, h := range hits {
+			if _, ok := texts[h.SessionID]; !ok && !checked[h.SessionID] {
+				unread = append(unread, h)
+			}
 		}
-		terms := pq.matchTerms()
+		if ms, ok := ix.text.(MessageSource); ok && check && !q.Explain {
+			// Text a message at a time, up to the one that decides.
+			if err := ix.checkMessages(ctx, ms, q.UserID, pq, unread, checked); err != nil {
+				return nil, 0, false, err
+			}
+			unread = nil
+		}
+		read, err := ix.texts(ctx, q.UserID, unread, bodyBytes)
+		if err != nil {
+			return nil, 0, false, err
+		}
+		for _, h := range unread {
+			s, ok := read[h.SessionID]
+			if check {
+				checked[h.SessionID] = ok && sessionMatches(ix.analyzer, pq, s)
+				if !checked[h.SessionID] {
+					continue
+				}
+			}
+			texts[h.SessionID] = s
+		}
 		kept := hits[:0]
 		for _, h := range hits {
-			s, ok := texts[h.SessionID]
-			if check && (!ok || !matchesQuery(ix.analyzer, pq, s.Title, s.Body)) {
+			if check && !checked[h.SessionID] {
 				continue
-			}
-			if q.Explain {
-				if err := ctx.Err(); err != nil {
-					return nil, 0, err
-				}
-				h.Snippet, h.MatchedIn = explain(ix.analyzer, terms, s.Title, s.Body)
 			}
 			kept = append(kept, h)
 		}
-		if !check || len(kept) >= limit || len(docs) < fetch || fetch >= maxChecked {
-			return kept[:min(limit, len(kept))], total, nil
+		if !check || len(kept) >= limit || len(docs) < fetch {
+			kept = kept[:min(limit, len(kept))]
+			return ix.explainHits(ctx, q, pq, kept, texts), total, false, ctx.Err()
 		}
-		fetch = min(checkGrowth*fetch, maxChecked)
+		if fetch >= ix.budget() {
+			return ix.explainHits(ctx, q, pq, kept, texts), total, true, ctx.Err()
+		}
+		fetch = min(checkGrowth*fetch, ix.budget())
 	}
+}
+
+// checkMessages checks the hits' sessions on their text read from ms a
+// message at a time (as sessionMatches checks a session), recording in
+// checked whether each holds the query's phrases and none of its
+// exclusions; a session ms does not have does not.
+func (ix *Index) checkMessages(ctx context.Context, ms MessageSource, userID string, pq parsedQuery, hits []Hit, checked map[string]bool) error {
+	if len(hits) == 0 {
+		return nil
+	}
+	ids := make([]string, len(hits))
+	for i, h := range hits {
+		ids[i] = h.SessionID
+		checked[h.SessionID] = false
+	}
+	var cur string
+	var m *textMatcher
+	finish := func() {
+		if m != nil {
+			checked[cur] = m.matches()
+		}
+	}
+	err := ms.EachText(ctx, userID, ids, func(id, text string) bool {
+		if id != cur || m == nil {
+			finish()
+			cur, m = id, newTextMatcher(pq)
+		}
+		if text != "" {
+			m.add(ix.analyzer.Analyze([]byte(text)))
+		}
+		return !m.decided()
+	})
+	finish()
+	if err != nil {
+		return fmt.Errorf("text of the hits: %w", err)
+	}
+	return nil
+}
+
+// textMatcher decides, a text at a time (the title, each message), whether
+// a session holds every phrase of a query within one text and no
+// exclusion in any.
+type textMatcher struct {
+	pq       parsedQuery
+	found    []bool
+	left     int
+	excluded bool
+}
+
+func newTextMatcher(pq parsedQuery) *textMatcher {
+	return &textMatcher{pq: pq, found: make([]bool, len(pq.Phrases)), left: len(pq.Phrases)}
+}
+
+// add reads one text's tokens.
+func (m *textMatcher) add(tokens analysis.TokenStream) {
+	for i, ph := range m.pq.Phrases {
+		if !m.found[i] && phraseIn(tokens, ph) {
+			m.found[i] = true
+			m.left--
+		}
+	}
+	for _, ph := range m.pq.Exclude {
+		if !m.excluded && phraseIn(tokens, ph) {
+			m.excluded = true
+		}
+	}
+}
+
+// decided reports whether more text cannot change matches.
+func (m *textMatcher) decided() bool {
+	return m.excluded || (m.left == 0 && len(m.pq.Exclude) == 0)
+}
+
+// matches reports the verdict on the texts read.
+func (m *textMatcher) matches() bool { return !m.excluded && m.left == 0 }
+
+// explainHits fills the hits' snippets and matchedIn from their texts when
+// q asks for them.
+func (ix *Index) explainHits(ctx context.Context, q Query, pq parsedQuery, hits []Hit, texts map[string]Session) []Hit {
+	if !q.Explain {
+		return hits
+	}
+	terms := pq.matchTerms()
+	for i, h := range hits {
+		if ctx.Err() != nil {
+			return hits
+		}
+		s := texts[h.SessionID]
+		hits[i].Snippet, hits[i].MatchedIn = explain(ix.analyzer, terms, s.Title, s.Body)
+	}
+	return hits
 }
 
 // sessionHits turns documents into session hits, checking their owner.
@@ -250,31 +389,42 @@ func (ix *Index) texts(ctx context.Context, userID string, hits []Hit, bodyBytes
 // the terms' idf over the user's live sessions and the mean length of
 // their chunks (fieldChunkLength / fieldChunks), the statistics the
 // session search computed on the same snapshot. Phrases and exclusions are
-// checked per chunk, as on chunk documents. A chunk outside the best
-// sessions is not found: chunkSessions(limit) sessions are read, enough
-// for the context endpoint, which returns a few sessions by their best
-// chunk. Reading them costs a few milliseconds; an index of chunk
-// documents cost more than twice the text it indexed.
+// checked per chunk, each message of a chunk on its own (Chunk.Breaks).
+// Without a phrase, a chunk outside the best sessions is not found:
+// chunkSessions(limit) sessions are read, enough for the context endpoint,
+// which returns a few sessions by their best chunk. Reading them costs a
+// few milliseconds; an index of chunk documents cost more than twice the
+// text it indexed. With a phrase, every session holding its pairs is read
+// (up to maxChecked, past which the result is partial), so that every
+// chunk holding the phrase is a candidate.
 func chunkSessions(limit int) int {
 	return min(max((limit+3)/4, 10), 50)
 }
 
-// searchChunks returns the best chunks of pq among the best sessions.
-func (ix *Index) searchChunks(ctx context.Context, q Query, pq parsedQuery, limit int, ev evaluation) ([]Hit, uint64, error) {
+// searchChunks returns the best chunks of pq among the best sessions;
+// partial when a phrase's candidate sessions were more than maxChecked.
+func (ix *Index) searchChunks(ctx context.Context, q Query, pq parsedQuery, limit int, ev evaluation) ([]Hit, uint64, bool, error) {
 	// Exclusions apply to chunks, not to their sessions, and a session
-	// need only hold a phrase's words: the chunks are checked below.
+	// need only hold a phrase's pairs: the chunks are checked below.
 	sq := parsedQuery{Terms: pq.Terms, Phrases: pq.Phrases}
-	res, err := searchWords(ctx, ix.sessions, &ix.sessionLengths, q.UserID, sq, chunkSessions(limit), ev)
+	fetch, partial := chunkSessions(limit), false
+	if len(pq.Phrases) > 0 {
+		fetch = ix.budget() + 1
+	}
+	res, err := searchWords(ctx, ix.sessions, &ix.sessionLengths, q.UserID, sq, fetch, ev)
 	if err != nil || len(res.docs) == 0 {
-		return nil, 0, err
+		return nil, 0, false, err
+	}
+	if len(res.docs) > ix.budget() {
+		res.docs, partial = res.docs[:ix.budget()], true
 	}
 	sessions, err := sessionHits(q.UserID, res.docs)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, false, err
 	}
 	texts, err := ix.texts(ctx, q.UserID, sessions, 0)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, false, err
 	}
 	terms := sq.scoredTerms() // res.df's order
 	w := chunkWeights(res)
@@ -289,11 +439,11 @@ func (ix *Index) searchChunks(ctx context.Context, q Query, pq parsedQuery, limi
 	var total uint64
 	for _, sh := range sessions {
 		if err := ctx.Err(); err != nil {
-			return nil, 0, err
+			return nil, 0, false, err
 		}
 		for _, c := range texts[sh.SessionID].Chunks {
 			tokens := ix.analyzer.Analyze([]byte(c.Text))
-			if check && !matchesTokens(pq, tokens) {
+			if check && !matchesTokens(pq, splitMessages(tokens, c.Breaks)...) {
 				continue
 			}
 			clear(tf)
@@ -320,7 +470,7 @@ func (ix *Index) searchChunks(ctx context.Context, q Query, pq parsedQuery, limi
 		}
 	}
 	sortHits(hits)
-	return hits[:min(limit, len(hits))], total, nil
+	return hits[:min(limit, len(hits))], total, partial, nil
 }
 
 // chunkScoring is what chunk scores need: each term's idf and the mean
@@ -339,6 +489,30 @@ func chunkWeights(res wordsResult) chunkScoring {
 		w.idf[j] = bm25IDF(res.lengths.docs, df)
 	}
 	return w
+}
+
+// sessionMatches reports whether session s satisfies the query's phrases
+// and exclusions: a phrase matches within the title or within one message
+// of the body (s.Breaks), never across two. Each text is analysed on its
+// own (its tokens are those it has in the body, see compose.go), the title
+// first, and the check stops at the text that decides it.
+func sessionMatches(a analysis.Analyzer, pq parsedQuery, s Session) bool {
+	if len(pq.Phrases) == 0 && len(pq.Exclude) == 0 {
+		return true
+	}
+	m := newTextMatcher(pq)
+	if s.Title != "" {
+		m.add(a.Analyze([]byte(s.Title)))
+	}
+	at := 0
+	for _, b := range append(slices.Clip(s.Breaks), len(s.Body)) {
+		if m.decided() {
+			break
+		}
+		m.add(a.Analyze([]byte(s.Body[at:b])))
+		at = b
+	}
+	return m.matches()
 }
 
 // matchesQuery reports whether a document of the given texts satisfies the

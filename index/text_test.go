@@ -84,8 +84,8 @@ func TestTextSource(t *testing.T) {
 	put(t, stored, ss...)
 	put(t, ix, ss...)
 
-	if got := storedFields(t, stored, docKey("u", "xss")); !reflect.DeepEqual(sorted(got), []string{fieldBody, fieldChunk, fieldChunk, fieldTitle}) {
-		t.Errorf("stored fields without a source = %v, want title, body and the two chunks", got)
+	if got := storedFields(t, stored, docKey("u", "xss")); !reflect.DeepEqual(sorted(got), []string{fieldBody, fieldBreaks, fieldChunk, fieldChunk, fieldTitle}) {
+		t.Errorf("stored fields without a source = %v, want title, body, breaks and the two chunks", got)
 	}
 	if got := storedFields(t, ix, docKey("u", "xss")); len(got) != 0 {
 		t.Errorf("document stores %v with a text source, want nothing", got)
@@ -122,20 +122,25 @@ func TestTextSource(t *testing.T) {
 				sessions = append(sessions, h.SessionID)
 			}
 		}
-		// Chunks and phrases are read whole; a snippet only reads the
-		// start of a body.
-		whole := q.Kind == Chunks || strings.Contains(q.Text, `"`)
+		// Chunks and phrases the pairs do not decide are read whole; a
+		// snippet only reads the start of a body.
+		pq, err := parseQuery(ix.analyzer, q.Text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		whole := q.Kind == Chunks || pq.needsCheck()
 		if whole && src.bodyBytes[0] != 0 || !whole && src.bodyBytes[0] <= 0 {
 			t.Errorf("%+v: source asked for a body of %d bytes", q, src.bodyBytes[0])
 		}
-		// Chunks are read from the best sessions, at most chunkSessions.
+		// Chunks are read from the best sessions, at most chunkSessions
+		// without a phrase.
 		if q.Kind == Chunks {
 			for _, id := range sessions {
 				if !slices.Contains(src.calls[0], id) {
 					t.Errorf("%+v: source not asked for %s, a hit's session", q, id)
 				}
 			}
-			if len(src.calls[0]) > chunkSessions(q.Limit) {
+			if len(pq.Phrases) == 0 && len(src.calls[0]) > chunkSessions(q.Limit) {
 				t.Errorf("%+v: source asked for %d sessions, more than %d", q, len(src.calls[0]), chunkSessions(q.Limit))
 			}
 		} else if !whole && !reflect.DeepEqual(sorted(src.calls[0]), sorted(sessions)) {

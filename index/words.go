@@ -26,11 +26,11 @@ import (
 // searchWords evaluates a parsed query on the index's segments directly,
 // with the scoring function of scoring.go (textbook BM25). Plain words
 // are the common case; phrases and exclusions only narrow the candidates:
-// Bleve's searchers find the documents that hold every phrase's words (and
-// those that hold an excluded word) on the same snapshot (phraseFilter),
-// and the words and the phrases' words are then scored like plain words.
-// The index has no positions: the caller checks word order (see
-// parsedQuery.needsCheck).
+// Bleve's searchers find the documents that hold every phrase's word pairs
+// (and those that hold an excluded word or pair) on the same snapshot
+// (phraseFilter), and the words and the phrases' words are then scored
+// like plain words. The index has no positions: the caller checks phrases
+// of more than two words on the text (see parsedQuery.needsCheck).
 //
 // Bleve's own scorer is not used: it takes sqrt(tf), weights each term by
 // idf twice (BM25 idf times idf·queryNorm), multiplies by a coordination
@@ -1251,10 +1251,10 @@ func (ws *wordSearch) load(best []scoredDoc) ([]docHit, error) {
 }
 
 // docFilter is what a query's phrases and exclusions leave of each
-// segment's documents: those holding every phrase's words (required, when
-// there are phrases) and no excluded word (excluded). An exclusion of
-// several positions is not in it: only the text can tell whether a
-// document holding its words holds it.
+// segment's documents: those holding every phrase's pairs (required, when
+// there are phrases; see pairs.go) and no excluded word or two-word
+// phrase (excluded). A longer exclusion is not in it: only the text can
+// tell whether a document holding its pairs holds it.
 type docFilter struct {
 	required []*roaring.Bitmap // by segment; nil slice: no phrase
 	excluded []*roaring.Bitmap // by segment; nil slice: no exclusion
@@ -1272,13 +1272,13 @@ func (f *docFilter) apply(i int, cand *roaring.Bitmap) *roaring.Bitmap {
 }
 
 // phraseFilter finds, with Bleve's searchers on snap (unscored), the
-// user's documents that hold every phrase's words and those that hold an
-// excluded word; nil when pq has neither.
+// user's documents that hold every phrase's pairs and those that hold an
+// exclusion its pairs decide (phrase.exact); nil when pq has neither.
 func phraseFilter(ctx context.Context, snap *scorch.IndexSnapshot, idx bleve.Index, userID string, pq parsedQuery) (*docFilter, error) {
 	var words []query.Query
 	for _, ph := range pq.Exclude {
-		if len(ph) == 1 {
-			words = append(words, ph.query(fieldText))
+		if ph.exact() {
+			words = append(words, ph.pairQuery())
 		}
 	}
 	if len(pq.Phrases) == 0 && len(words) == 0 {
@@ -1289,7 +1289,7 @@ func phraseFilter(ctx context.Context, snap *scorch.IndexSnapshot, idx bleve.Ind
 	if len(pq.Phrases) > 0 {
 		qs := []query.Query{termQuery(fieldUser, userID)}
 		for _, ph := range pq.Phrases {
-			qs = append(qs, ph.query(fieldText))
+			qs = append(qs, ph.pairQuery())
 		}
 		if f.required, err = matching(ctx, snap, idx, query.NewConjunctionQuery(qs)); err != nil {
 			return nil, err

@@ -33,8 +33,26 @@ type refStats struct {
 type refDoc struct {
 	user, session string
 	text          refText   // the scored text: title repeat times, then body
-	title, body   refText   // for phrases, each on its own
+	title         refText   // for phrases
+	messages      []refText // for phrases: the body cut at its breaks, each on its own
 	chunks        []refText // with their ordinals
+	chunkMessages [][]refText
+}
+
+// hasPhraseIn reports whether one of texts holds ph.
+func hasPhraseIn(texts []refText, ph phrase) bool {
+	return slices.ContainsFunc(texts, func(t refText) bool { return t.hasPhrase(ph) })
+}
+
+// messages cuts text at breaks (Session.Breaks, Chunk.Breaks).
+func messages(text string, breaks []int) []string {
+	var out []string
+	at := 0
+	for _, b := range breaks {
+		out = append(out, text[at:b])
+		at = b
+	}
+	return append(out, text[at:])
 }
 
 // refText is one analysed text.
@@ -62,9 +80,17 @@ func newRefIndex(a analysis.Analyzer, repeat int) *refIndex {
 // put mirrors Index.Put.
 func (r *refIndex) put(s Session) {
 	d := &refDoc{user: s.UserID, session: s.SessionID, text: r.analyse(-1, sessionText(s, r.repeat)),
-		title: r.analyse(-1, s.Title), body: r.analyse(-1, s.Body)}
+		title: r.analyse(-1, s.Title)}
+	for _, m := range messages(s.Body, s.Breaks) {
+		d.messages = append(d.messages, r.analyse(-1, m))
+	}
 	for _, c := range s.Chunks {
 		d.chunks = append(d.chunks, r.analyse(c.Ordinal, c.Text))
+		var ms []refText
+		for _, m := range messages(c.Text, c.Breaks) {
+			ms = append(ms, r.analyse(c.Ordinal, m))
+		}
+		d.chunkMessages = append(d.chunkMessages, ms)
 	}
 	r.docs[docKey(s.UserID, s.SessionID)] = d
 	r.stat = nil
@@ -117,12 +143,48 @@ func (t refText) hasWords(ph phrase) bool {
 	return any
 }
 
+// hasPair reports whether t holds one of x's alternatives at some
+// position and one of y's at the next.
+func (t refText) hasPair(x, y []string) bool {
+	for pos, terms := range t.at {
+		if slices.ContainsFunc(terms, func(a string) bool { return slices.Contains(x, a) }) &&
+			slices.ContainsFunc(t.at[pos+1], func(b string) bool { return slices.Contains(y, b) }) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasPairs reports whether texts (a session's title, or its messages)
+// hold every pair of adjacent positions of ph, each in one of them, and
+// the words of the positions in no pair: what the pairs index tells
+// (pairs.go).
+func hasPairs(texts []refText, ph phrase) bool {
+	for i, alts := range ph {
+		if len(alts) == 0 {
+			continue
+		}
+		paired := i > 0 && len(ph[i-1]) > 0
+		if i+1 < len(ph) && len(ph[i+1]) > 0 {
+			paired = true
+			if !slices.ContainsFunc(texts, func(t refText) bool { return t.hasPair(alts, ph[i+1]) }) {
+				return false
+			}
+		}
+		if !paired && !slices.ContainsFunc(texts, func(t refText) bool { return t.hasWords(phrase{alts}) }) {
+			return false
+		}
+	}
+	return true
+}
+
 // refMode says how the reference reads phrases and exclusions.
 type refMode int
 
 const (
-	exact    refMode = iota // phrases in the title or in the body (Search)
-	presence                // a phrase's words anywhere, one-word exclusions only (searchWords)
+	exact    refMode = iota // phrases in the title or in one message (Search)
+	presence                // a phrase's words anywhere, one-word exclusions only
+	pairs                   // a phrase's pairs all in the title or all in the body, exclusions of up to two words (searchWords)
 )
 
 // stats returns the BM25 statistics of user's sessions: their number, the
@@ -188,16 +250,20 @@ func (r *refIndex) search(pq parsedQuery, user string, withPlan bool, mode refMo
 		}
 		ok := len(pq.Phrases) > 0 || slices.ContainsFunc(pq.Terms, func(t string) bool { return d.text.tf[t] > 0 })
 		for _, ph := range pq.Phrases {
-			if mode == exact {
-				ok = ok && (d.title.hasPhrase(ph) || d.body.hasPhrase(ph))
-			} else {
+			switch mode {
+			case exact:
+				ok = ok && (d.title.hasPhrase(ph) || hasPhraseIn(d.messages, ph))
+			case pairs:
+				ok = ok && (hasPairs([]refText{d.title}, ph) || hasPairs(d.messages, ph))
+			default:
 				ok = ok && d.text.hasWords(ph)
 			}
 		}
 		for _, ph := range pq.Exclude {
-			if mode == exact {
-				ok = ok && !d.title.hasPhrase(ph) && !d.body.hasPhrase(ph)
-			} else if len(ph) == 1 {
+			switch {
+			case mode == exact || (mode == pairs && ph.exact()):
+				ok = ok && !d.title.hasPhrase(ph) && !hasPhraseIn(d.messages, ph)
+			case len(ph) == 1:
 				ok = ok && !d.text.hasWords(ph)
 			}
 		}
@@ -213,29 +279,35 @@ func (r *refIndex) search(pq parsedQuery, user string, withPlan bool, mode refMo
 }
 
 // chunks returns every chunk hit of pq for user that Search with limit
-// may return: the chunks of the best chunkSessions(limit) sessions for
-// pq's words and phrases' words, scored with the sessions' idf and the
-// mean chunk length, holding pq's phrases and none of its exclusions.
-// When sessions tie at that cut, Search reads any of them: the chunks of
-// them all are returned, and exact is false.
+// may return: without a phrase, the chunks of the best chunkSessions(limit)
+// sessions for pq's words; with one, of every session (Search reads every
+// session holding the phrases' pairs, which a chunk holding them implies);
+// scored with the sessions' idf and the mean chunk length, holding pq's
+// phrases within one of their messages and none of its exclusions. When
+// sessions tie at the cut, Search reads any of them: the chunks of them
+// all are returned, and exact is false.
 func (r *refIndex) chunks(pq parsedQuery, user string, limit int) (hits []Hit, exact bool) {
 	n, df, _, avgdl := r.stats(user)
 	best := r.search(parsedQuery{Terms: pq.Terms, Phrases: pq.Phrases}, user, true, presence)
 	// Sessions tied with the last one read may be read in its place.
 	cut := min(len(best), chunkSessions(limit))
+	if len(pq.Phrases) > 0 {
+		cut = len(best)
+	}
 	exact = true
 	for cut > 0 && cut < len(best) && math.Abs(best[cut].Score-best[cut-1].Score) <= 1e-9*best[cut-1].Score {
 		cut++
 		exact = false
 	}
 	for _, sh := range best[:cut] {
-		for _, c := range r.docs[docKey(user, sh.SessionID)].chunks {
+		d := r.docs[docKey(user, sh.SessionID)]
+		for i, c := range d.chunks {
 			ok := true
 			for _, ph := range pq.Phrases {
-				ok = ok && c.hasPhrase(ph)
+				ok = ok && hasPhraseIn(d.chunkMessages[i], ph)
 			}
 			for _, ph := range pq.Exclude {
-				ok = ok && !c.hasPhrase(ph)
+				ok = ok && !hasPhraseIn(d.chunkMessages[i], ph)
 			}
 			if score := refScore(pq.scoredTerms(), c, n, df, avgdl); ok && score > 0 {
 				hits = append(hits, Hit{SessionID: sh.SessionID, Ordinal: c.ordinal, Score: score})
@@ -340,7 +412,7 @@ func TestSearchMatchesReference(t *testing.T) {
 				// searchWords reads phrases as their words: every user's
 				// queries run on one goroutine and on several (the work
 				// split by segment and document range).
-				words := ref.search(pq, user, true, presence)
+				words := ref.search(pq, user, true, pairs)
 				res, err := searchWords(ctx, ix.sessions, &ix.sessionLengths, user, pq, MaxLimit, evaluation{workers: 1 + 2*(k%2), countAll: true})
 				if err != nil {
 					t.Fatal(err)

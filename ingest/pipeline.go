@@ -514,12 +514,16 @@ func IndexSession(d Doc) index.Session {
 	for i, e := range d.Exchanges {
 		if i > 0 {
 			body = append(body, "\n\n"...)
+			is.Breaks = append(is.Breaks, len(body))
+		}
+		for _, b := range e.Breaks() {
+			is.Breaks = append(is.Breaks, len(body)+b)
 		}
 		body = append(body, e.Text()...)
 	}
 	is.Body = string(body)
 	for _, c := range d.Chunks {
-		is.Chunks = append(is.Chunks, index.Chunk{Ordinal: c.Ordinal, Text: c.Text})
+		is.Chunks = append(is.Chunks, index.Chunk{Ordinal: c.Ordinal, Text: c.Text, Breaks: c.Breaks})
 	}
 	return is
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
+	"unicode"
 
 	"github.com/hindsight-dev/hindsight/kv"
 )
@@ -39,6 +40,9 @@ type Exchange struct {
 	Assistant string
 	// FirstSeq and LastSeq bound the messages it was built from.
 	FirstSeq, LastSeq uint64
+	// assistantBreaks are the byte offsets in Assistant at which a later
+	// assistant message's text begins (Exchanges records them).
+	assistantBreaks []int
 }
 
 // Text is the exchange as one searchable string.
@@ -50,6 +54,22 @@ func (e Exchange) Text() string {
 		return e.User
 	}
 	return e.User + "\n\n" + e.Assistant
+}
+
+// Breaks returns the byte offsets in Text at which a message other than
+// the first begins: the text between two of them is one message's. A
+// phrase search matches within one message, never across a break.
+func (e Exchange) Breaks() []int {
+	var out []int
+	base := 0
+	if e.User != "" && e.Assistant != "" {
+		base = len(e.User) + 2
+		out = append(out, base)
+	}
+	for _, b := range e.assistantBreaks {
+		out = append(out, base+b)
+	}
+	return out
 }
 
 // Exchanges groups messages into exchanges: each user message starts one, and
@@ -74,6 +94,7 @@ func Exchanges(msgs []kv.Message) []Exchange {
 		}
 		if e.Assistant != "" {
 			e.Assistant += "\n\n"
+			e.assistantBreaks = append(e.assistantBreaks, len(e.Assistant))
 		}
 		e.Assistant += t
 	}
@@ -90,49 +111,67 @@ type Chunk struct {
 	Ordinal  int
 	Exchange int // index into Exchanges
 	Text     string
+	// Breaks are the byte offsets in Text at which another message's text
+	// begins (see Exchange.Breaks); a chunk cut from a long message has
+	// none.
+	Breaks []int
 }
 
 // Chunks splits exchanges into chunks of at most MaxChunkChars.
 func Chunks(exchanges []Exchange) []Chunk {
 	var out []Chunk
 	for i, e := range exchanges {
-		for _, piece := range split(e.Text(), MaxChunkChars) {
-			out = append(out, Chunk{Ordinal: len(out), Exchange: i, Text: piece})
+		text, breaks := e.Text(), e.Breaks()
+		for _, sp := range splitSpans(text, MaxChunkChars) {
+			c := Chunk{Ordinal: len(out), Exchange: i, Text: text[sp[0]:sp[1]]}
+			for _, b := range breaks {
+				if b > sp[0] && b < sp[1] {
+					c.Breaks = append(c.Breaks, b-sp[0])
+				}
+			}
+			out = append(out, c)
 		}
 	}
 	return out
 }
 
-// split cuts s into pieces of at most max bytes, preferring a paragraph break,
-// then a line break, then a sentence end, then a space, in the second half of
-// the window; it never cuts inside a UTF-8 sequence.
-func split(s string, max int) []string {
-	var out []string
-	for len(s) > max {
+// splitSpans cuts s into pieces of at most max bytes, preferring a
+// paragraph break, then a line break, then a sentence end, then a space, in
+// the second half of the window; it never cuts inside a UTF-8 sequence. It
+// returns where each piece lies in s (start, end), trimmed of white space;
+// empty pieces are left out.
+func splitSpans(s string, max int) [][2]int {
+	var out [][2]int
+	add := func(a, b int) { // the piece s[a:b], trimmed
+		p := s[a:b]
+		lead := len(p) - len(strings.TrimLeftFunc(p, unicode.IsSpace))
+		if t := strings.TrimSpace(p); t != "" {
+			out = append(out, [2]int{a + lead, a + lead + len(t)})
+		}
+	}
+	at := 0 // s[at:] is left to cut
+	for len(s)-at > max {
+		rest := s[at:]
 		cut := -1
 		for _, sep := range []string{"\n\n", "\n", ". ", " "} {
-			if i := strings.LastIndex(s[:max], sep); i >= max/2 {
+			if i := strings.LastIndex(rest[:max], sep); i >= max/2 {
 				cut = i + len(sep)
 				break
 			}
 		}
 		if cut < 0 {
 			cut = max
-			for cut > 0 && !utf8Start(s[cut]) {
+			for cut > 0 && !utf8Start(rest[cut]) {
 				cut--
 			}
 			if cut == 0 {
 				cut = max
 			}
 		}
-		if p := strings.TrimSpace(s[:cut]); p != "" {
-			out = append(out, p)
-		}
-		s = s[cut:]
+		add(at, at+cut)
+		at += cut
 	}
-	if p := strings.TrimSpace(s); p != "" {
-		out = append(out, p)
-	}
+	add(at, len(s))
 	return out
 }
 

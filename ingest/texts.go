@@ -69,3 +69,36 @@ func (t Texts) SessionText(ctx context.Context, userID string, ids []string, bod
 	}
 	return out, nil
 }
+
+// EachText implements index.MessageSource: the user's sessions among ids,
+// in one read transaction, the title and then each message's searchable
+// text, decoding a session's messages only until fn has seen enough.
+func (t Texts) EachText(ctx context.Context, userID string, ids []string, fn func(id, text string) bool) error {
+	return t.Store.View(ctx, func(tx *kv.Tx) error {
+		for _, id := range ids {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			s, err := tx.Session(userID, id)
+			if errors.Is(err, kv.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if !fn(id, s.Title) {
+				continue
+			}
+			err = tx.Messages(userID, id, func(m kv.Message) error {
+				if text := MessageText(m); text != "" && !fn(id, text) {
+					return errEnough
+				}
+				return nil
+			})
+			if err != nil && !errors.Is(err, errEnough) {
+				return err
+			}
+		}
+		return nil
+	})
+}

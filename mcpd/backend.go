@@ -38,6 +38,10 @@ type SearchResult struct {
 	Mode     string
 	Hits     []Hit
 	Degraded string
+	// Partial: the full-text search stopped at its budget before it could
+	// check every candidate of a quoted phrase ("partial": true in the
+	// REST API); more sessions may hold it.
+	Partial bool
 }
 
 // Hit is one ranked session.
@@ -71,6 +75,7 @@ type ContextResult struct {
 	Text     string
 	Sessions int
 	Degraded string
+	Partial  bool // as SearchResult.Partial
 }
 
 // ErrNotFound: no such session in the caller's account (whether it does not

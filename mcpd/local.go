@@ -71,7 +71,7 @@ func (l *Local) Search(ctx context.Context, q SearchQuery) (SearchResult, error)
 	if err != nil {
 		return SearchResult{}, engineError(err)
 	}
-	out := SearchResult{Mode: string(mode), Degraded: res.Degraded}
+	out := SearchResult{Mode: string(mode), Degraded: res.Degraded, Partial: res.Partial}
 	err = l.records.View(ctx, func(tx *kv.Tx) error {
 		for _, h := range res.Results {
 			s, err := tx.Session(l.userID, h.SessionID)
@@ -95,7 +95,7 @@ func plainSnippet(s string) string { return html.UnescapeString(unmark.Replace(s
 
 // Context implements Backend: the retrieval and assembly of GET /api/context.
 func (l *Local) Context(ctx context.Context, q ContextQuery) (ContextResult, error) {
-	hits, degraded, err := l.search.ContextSessions(ctx, l.userID, q.Text, q.Limit)
+	hits, degraded, partial, err := l.search.ContextSessions(ctx, l.userID, q.Text, q.Limit)
 	if err != nil {
 		return ContextResult{}, engineError(err)
 	}
@@ -109,7 +109,7 @@ func (l *Local) Context(ctx context.Context, q ContextQuery) (ContextResult, err
 		return ContextResult{}, err
 	}
 	text, _, n := ranking.Assemble(q.Text, sessions, q.MaxChars)
-	return ContextResult{Text: text, Sessions: n, Degraded: degraded}, nil
+	return ContextResult{Text: text, Sessions: n, Degraded: degraded, Partial: partial}, nil
 }
 
 // SessionMarkdown implements Backend: the export's markdown with its

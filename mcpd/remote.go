@@ -129,13 +129,16 @@ func isNoEmbedder(err error) bool {
 }
 
 func (r *Remote) search(ctx context.Context, q SearchQuery, mode string) (SearchResult, error) {
-	var body struct{ Results []restSession }
+	var body struct {
+		Results []restSession
+		Partial bool
+	}
 	h, err := r.getJSON(ctx, "/api/search", url.Values{"q": {q.Text}, "type": {mode},
 		"limit": {strconv.Itoa(q.Limit)}, "explain": {"true"}}, &body)
 	if err != nil {
 		return SearchResult{}, err
 	}
-	out := SearchResult{Mode: mode, Degraded: h.Get("X-Search-Degraded")}
+	out := SearchResult{Mode: mode, Degraded: h.Get("X-Search-Degraded"), Partial: body.Partial}
 	for _, s := range body.Results {
 		out.Hits = append(out.Hits, Hit{Session: s.view(), Score: s.Score, Snippet: plainSnippet(s.Snippet)})
 	}
@@ -147,13 +150,14 @@ func (r *Remote) Context(ctx context.Context, q ContextQuery) (ContextResult, er
 	var body struct {
 		Text         string
 		SessionCount int
+		Partial      bool
 	}
 	h, err := r.getJSON(ctx, "/api/context", url.Values{"q": {q.Text}, "format": {"text"},
 		"limit": {strconv.Itoa(q.Limit)}, "maxChars": {strconv.Itoa(q.MaxChars)}}, &body)
 	if err != nil {
 		return ContextResult{}, err
 	}
-	return ContextResult{Text: body.Text, Sessions: body.SessionCount, Degraded: h.Get("X-Search-Degraded")}, nil
+	return ContextResult{Text: body.Text, Sessions: body.SessionCount, Degraded: h.Get("X-Search-Degraded"), Partial: body.Partial}, nil
 }
 
 // SessionMarkdown implements Backend with GET /api/export?format=markdown.

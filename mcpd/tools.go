@@ -54,6 +54,7 @@ type hitOut struct {
 type searchOut struct {
 	Mode     string   `json:"mode"`
 	Degraded string   `json:"degraded,omitempty"`
+	Partial  bool     `json:"partial,omitempty"`
 	Results  []hitOut `json:"results"`
 }
 
@@ -235,7 +236,7 @@ func (t *tools) search(ctx context.Context, req *mcp.CallToolRequest, in searchI
 	if err != nil {
 		return nil, searchOut{}, t.fail("search_sessions", err)
 	}
-	out := searchOut{Mode: res.Mode, Degraded: res.Degraded, Results: []hitOut{}}
+	out := searchOut{Mode: res.Mode, Degraded: res.Degraded, Partial: res.Partial, Results: []hitOut{}}
 	for _, h := range res.Hits {
 		if len(out.Results) == limit {
 			break
@@ -268,6 +269,9 @@ func (t *tools) search(ctx context.Context, req *mcp.CallToolRequest, in searchI
 	if out.Degraded != "" {
 		fmt.Fprintf(&b2, "\n%s\n", degradedNote(out.Degraded))
 	}
+	if out.Partial {
+		fmt.Fprintf(&b2, "\n%s\n", partialNote)
+	}
 	if len(out.Results) > 0 {
 		b2.WriteString("\nRead a session with get_session(id), or get the relevant excerpts with get_context(query).")
 	}
@@ -295,6 +299,9 @@ func (t *tools) context(ctx context.Context, req *mcp.CallToolRequest, in contex
 	}
 	if res.Degraded != "" {
 		body += "\n" + degradedNote(res.Degraded) + "\n"
+	}
+	if res.Partial {
+		body += "\n" + partialNote + "\n"
 	}
 	return textResult(body), nil, nil
 }
@@ -404,6 +411,9 @@ func filters(source, project string) string {
 	}
 	return ", " + strings.Join(f, ", ")
 }
+
+// partialNote tells the model that a search gave up before it was done.
+const partialNote = "Note: this search stopped at its budget before it had checked every session holding the quoted phrase's words, so more (or better) sessions may hold it. Quote a longer or rarer phrase to narrow it."
 
 func degradedNote(leg string) string {
 	if leg == "semantic" {

@@ -23,13 +23,17 @@ const contextDepth = 100
 // retrieved by full-text and, with an embedder, by vector (fused with RRF);
 // sessions are ordered by their best chunk. degraded is "semantic" when the
 // vector leg was wanted but failed (the embedding provider or the vector
-// store): the answer is then from full-text alone.
-func (e *Engine) ContextSessions(ctx context.Context, userID, text string, limit int) (hits []ContextHit, degraded string, err error) {
+// store): the answer is then from full-text alone. partial is true when the
+// full-text leg stopped at its budget (see Response.Partial).
+func (e *Engine) ContextSessions(ctx context.Context, userID, text string, limit int) (hits []ContextHit, degraded string, partial bool, err error) {
 	depth := e.opts.depth(limit, contextDepth)
 	q := Query{UserID: userID, Text: text}
 	th, textErr := e.text.Search(ctx, index.Query{UserID: userID, Text: text, Kind: index.Chunks, Limit: depth})
+	if errors.Is(textErr, index.ErrPartial) {
+		partial, textErr = true, nil
+	}
 	if textErr != nil && !(errors.Is(textErr, index.ErrBadQuery) && e.emb != nil) {
-		return nil, "", textErr
+		return nil, "", false, textErr
 	}
 	textList := make([]Result, len(th))
 	for i, h := range th {
@@ -42,12 +46,12 @@ func (e *Engine) ContextSessions(ctx context.Context, userID, text string, limit
 		switch {
 		case errors.As(verr, &ue):
 			if textErr != nil {
-				return nil, "", textErr // neither leg can answer
+				return nil, "", false, textErr // neither leg can answer
 			}
 			e.degrade(ue)
 			degraded = "semantic"
 		case verr != nil:
-			return nil, "", verr
+			return nil, "", false, verr
 		default:
 			vecList := make([]Result, len(vh))
 			for i, h := range vh {
@@ -70,7 +74,7 @@ func (e *Engine) ContextSessions(ctx context.Context, userID, text string, limit
 		}
 		hits[i].Ordinals = append(hits[i].Ordinals, ord)
 	}
-	return hits, degraded, nil
+	return hits, degraded, partial, nil
 }
 
 func (e *Engine) contextVectors(ctx context.Context, q Query, depth int) ([]VectorHit, error) {

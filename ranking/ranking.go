@@ -152,6 +152,11 @@ type Response struct {
 	Results  []Result
 	Degraded string // "semantic" or ""
 	Cause    string // DepProvider or DepVectorStore when Degraded
+	// Partial: the full-text search stopped at its budget before it could
+	// check every candidate of a quoted phrase (index.ErrPartial), so more
+	// or better sessions may hold it. The results are right as far as they
+	// go; the caller must tell the user.
+	Partial bool
 }
 
 // Search runs q.
@@ -161,8 +166,8 @@ func (e *Engine) Search(ctx context.Context, q Query) (Response, error) {
 	}
 	switch q.Mode {
 	case "", FullText:
-		rs, err := e.fullText(ctx, q, q.Limit, index.Sessions)
-		return Response{Results: rs}, err
+		rs, partial, err := e.fullText(ctx, q, q.Limit, index.Sessions)
+		return Response{Results: rs, Partial: partial}, err
 	case Semantic:
 		if e.emb == nil {
 			return Response{}, ErrNoEmbedder
@@ -182,16 +187,19 @@ func (e *Engine) Search(ctx context.Context, q Query) (Response, error) {
 	return Response{}, fmt.Errorf("unknown mode %q", q.Mode)
 }
 
-func (e *Engine) fullText(ctx context.Context, q Query, k int, kind index.Kind) ([]Result, error) {
+// fullText runs q on the text index; partial when the index stopped at
+// its budget (index.ErrPartial: the hits it found are kept).
+func (e *Engine) fullText(ctx context.Context, q Query, k int, kind index.Kind) ([]Result, bool, error) {
 	hits, err := e.text.Search(ctx, index.Query{UserID: q.UserID, Text: q.Text, Kind: kind, Limit: k, Explain: q.Explain})
-	if err != nil {
-		return nil, err
+	partial := errors.Is(err, index.ErrPartial)
+	if err != nil && !partial {
+		return nil, false, err
 	}
 	out := make([]Result, len(hits))
 	for i, h := range hits {
 		out[i] = Result{SessionID: h.SessionID, Score: h.Score, Snippet: h.Snippet, MatchedIn: h.MatchedIn}
 	}
-	return out, nil
+	return out, partial, nil
 }
 
 // semantic ranks sessions by their best chunk's cosine similarity.
@@ -339,7 +347,7 @@ func bestPerSession(hits []VectorHit, k int) []VectorHit {
 
 func (e *Engine) hybrid(ctx context.Context, q Query) (Response, error) {
 	depth := e.opts.depth(q.Limit, 50)
-	text, err := e.fullText(ctx, q, depth, index.Sessions)
+	text, partial, err := e.fullText(ctx, q, depth, index.Sessions)
 	if err != nil {
 		return Response{}, err
 	}
@@ -351,7 +359,7 @@ func (e *Engine) hybrid(ctx context.Context, q Query) (Response, error) {
 		if len(text) > q.Limit {
 			text = text[:q.Limit]
 		}
-		return Response{Results: text, Degraded: "semantic", Cause: ue.Dependency}, nil
+		return Response{Results: text, Degraded: "semantic", Cause: ue.Dependency, Partial: partial}, nil
 	}
 	if err != nil {
 		return Response{}, err
@@ -360,7 +368,7 @@ func (e *Engine) hybrid(ctx context.Context, q Query) (Response, error) {
 	for i, h := range vhits {
 		vec[i] = Result{SessionID: h.SessionID, Score: h.Score}
 	}
-	return Response{Results: Fuse(text, vec, e.opts.K, e.opts.SemanticWeight, q.Limit, q.Explain)}, nil
+	return Response{Results: Fuse(text, vec, e.opts.K, e.opts.SemanticWeight, q.Limit, q.Explain), Partial: partial}, nil
 }
 
 // Fuse merges a text list and a vector list by weighted reciprocal rank

@@ -163,7 +163,7 @@ func TestContextSessions(t *testing.T) {
 		{SessionID: "a", Ordinal: 2, Score: 5}, {SessionID: "b", Ordinal: 0, Score: 4}, {SessionID: "a", Ordinal: 0, Score: 3}, {SessionID: "c", Ordinal: 1, Score: 2},
 	}}}
 	e := New(text, nil, nil, Options{})
-	hits, degraded, err := e.ContextSessions(context.Background(), "u", "q", 2)
+	hits, degraded, _, err := e.ContextSessions(context.Background(), "u", "q", 2)
 	if err != nil || degraded != "" || len(hits) != 2 || hits[0].SessionID != "a" || hits[1].SessionID != "b" {
 		t.Fatalf("sessions: %+v %q %v", hits, degraded, err)
 	}

@@ -126,9 +126,9 @@ func loadOne(ctx context.Context, base config.Config, c LoadConfig, stdout, stde
 		WaitIdle: a.Pipeline.WaitIdle,
 		Pending:  server.OutboxDepth(a.Store),
 		Lags:     a.Pipeline.Lags,
-		Search: func(ctx context.Context, user int, mode, q string, k int) (int, error) {
+		Search: func(ctx context.Context, user int, mode, q string, k int) (int, bool, error) {
 			res, err := a.Search.Search(ctx, ranking.Query{UserID: userIDs[user], Text: q, Mode: ranking.Mode(mode), Limit: k})
-			return len(res.Results), err
+			return len(res.Results), res.Partial, err
 		},
 		Rebuild: func(ctx context.Context) (int, error) {
 			if base.TextIndex == "weaviate" {
@@ -184,6 +184,7 @@ func loadOne(ctx context.Context, base config.Config, c LoadConfig, stdout, stde
 		if !c.JSON {
 			bench.PrintLoad(stdout, res.Steps[len(res.Steps)-1:], modeList)
 			bench.PrintLoadBytes(stdout, res.Steps[len(res.Steps)-1:])
+			bench.PrintLoadPhrases(stdout, res.Steps[len(res.Steps)-1:])
 		}
 		if c.Out != "" {
 			// Write after every step, so a long --grow run that is stopped
