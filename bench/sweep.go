@@ -145,6 +145,9 @@ type SweepRow struct {
 	P99     time.Duration
 	// PerQuery holds nDCG@10 of every query, in dataset order.
 	PerQuery []float64
+	// ByKind holds the metrics per query kind, when the queries have kinds
+	// (Recall100 is then recall at the sweep's limit).
+	ByKind map[string]Metrics
 }
 
 // SweepResult is a measured grid, best first.
@@ -308,7 +311,7 @@ func measurePoint(ctx context.Context, ds *Dataset, search SearchFunc, mode stri
 	if s.Failed != "" {
 		return SweepRow{}, errors.New(s.Failed)
 	}
-	row := SweepRow{NDCG10: s.NDCG10, MRR10: s.MRR10, P50: s.P50, P99: s.P99, PerQuery: make([]float64, len(ds.Queries))}
+	row := SweepRow{NDCG10: s.NDCG10, MRR10: s.MRR10, P50: s.P50, P99: s.P99, PerQuery: make([]float64, len(ds.Queries)), ByKind: s.ByKind}
 	for i, q := range ds.Queries {
 		row.PerQuery[i] = res.PerQuery[i].NDCG10[mode]
 		row.Recall += Recall(res.PerQuery[i].Returned[mode], ds.Qrels[q.ID], limit)

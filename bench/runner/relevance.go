@@ -21,8 +21,10 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/hindsight-dev/hindsight/api"
 	"github.com/hindsight-dev/hindsight/bench"
 	"github.com/hindsight-dev/hindsight/config"
+	"github.com/hindsight-dev/hindsight/importer"
 	"github.com/hindsight-dev/hindsight/index"
 	"github.com/hindsight-dev/hindsight/index/weaviatetext"
 	"github.com/hindsight-dev/hindsight/ingest"
@@ -164,7 +166,7 @@ func Relevance(ctx context.Context, base config.Config, c RelevanceConfig, stdou
 		}
 	}
 	for _, m := range modes {
-		if m != string(ranking.FullText) && !semantic {
+		if m != string(ranking.FullText) && m != ModeContext && !semantic {
 			return fmt.Errorf("mode %s needs an embedder: --embedder local (offline model; `make model`, HINDSIGHT_MODEL_DIR) or --embedder openai (OPENAI_API_KEY)", m)
 		}
 	}
@@ -263,6 +265,9 @@ func Relevance(ctx context.Context, base config.Config, c RelevanceConfig, stdou
 		return err
 	}
 	res.Peers = peerNames
+	if res.Paired, err = bench.ComparePairs(&res, bench.DefaultPairs(modes, peerNames), c.Seed); err != nil {
+		return err
+	}
 
 	model := "none"
 	if rawEmb != nil {
@@ -527,11 +532,34 @@ func eachSession(ctx context.Context, st *kv.Store, fn func(tx *kv.Tx, userID st
 	})
 }
 
+// ModeContext is the bench's name for the sessions /api/context picks
+// (ranking.Engine.ContextSessions: chunks by full-text, fused with the
+// vector leg when there is an embedder, sessions by their best chunk), in
+// their order.
+const ModeContext = "context"
+
 // engineSearch answers bench queries with e for the bench user, mapping
 // session ids to corpus ids and counting hybrid answers that fell back to
 // full-text.
 func engineSearch(e *ranking.Engine, userID string, docOf map[string]string, degraded *degradedCounter) bench.SearchFunc {
 	return func(ctx context.Context, mode, q string, k int) ([]string, error) {
+		if mode == ModeContext {
+			hits, degradedBy, err := e.ContextSessions(ctx, userID, q, k)
+			if errors.Is(err, index.ErrBadQuery) {
+				return nil, bench.ErrNoTerms
+			}
+			if err != nil {
+				return nil, err
+			}
+			if degradedBy != "" {
+				degraded.add(mode)
+			}
+			ids := make([]string, len(hits))
+			for i, h := range hits {
+				ids[i] = h.SessionID
+			}
+			return mapIDs(ids, docOf), nil
+		}
 		res, err := e.Search(ctx, ranking.Query{UserID: userID, Text: q, Mode: ranking.Mode(mode), Limit: k})
 		if errors.Is(err, index.ErrBadQuery) {
 			return nil, bench.ErrNoTerms
@@ -685,26 +713,104 @@ func CommandLine(args []string) string {
 	return strings.Join(out, " ")
 }
 
-// loadCorpus syncs the corpus in batches of 500 documents.
+// loadCorpus syncs the corpus through POST /sync/batch. A plain document
+// becomes a session (title = title) with one user message (its text); a
+// document that is a session (bench.Doc.Session) is synced as a plugin
+// syncs it: the session, then each message with its role, its text as a
+// text part and its tool output as a tool-result part, each cut as
+// `hindsight import` cuts a part (importer.Truncate at
+// importer.DefaultMaxPartBytes). Batches hold at most 500 documents and
+// about 8 MiB.
 func loadCorpus(ctx context.Context, c *bench.Client, ds *bench.Dataset, progressOut io.Writer) error {
-	const step = 500
+	const (
+		maxDocs  = 500
+		maxBytes = 8 << 20
+	)
 	bar := progress.New(progressOut, "ingest", len(ds.Corpus))
 	defer bar.Done()
-	for i := 0; i < len(ds.Corpus); i += step {
-		end := min(i+step, len(ds.Corpus))
-		var sessions, messages []map[string]any
-		for _, d := range ds.Corpus[i:end] {
-			sessions = append(sessions, map[string]any{"externalId": d.ID, "title": d.Title, "source": "bench"})
-			messages = append(messages, map[string]any{"sessionExternalId": d.ID, "externalId": d.ID + "-text", "role": "user", "textContent": d.Text})
+	var batch api.SyncBatch
+	size, docs := 0, 0
+	flush := func() error {
+		if docs == 0 {
+			return nil
 		}
-		body, _ := json.Marshal(map[string]any{"sessions": sessions, "messages": messages})
+		body, err := json.Marshal(batch)
+		if err != nil {
+			return err
+		}
 		if err := c.Post(ctx, "/sync/batch", body); err != nil {
 			return err
 		}
-		bar.Set(end)
+		bar.Add(docs)
+		batch, size, docs = api.SyncBatch{}, 0, 0
+		return nil
 	}
-	return nil
+	for _, d := range ds.Corpus {
+		ss, ms, n, err := syncPayloads(d)
+		if err != nil {
+			return err
+		}
+		if docs > 0 && (docs == maxDocs || size+n > maxBytes) {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		batch.Sessions = append(batch.Sessions, ss)
+		batch.Messages = append(batch.Messages, ms...)
+		size += n
+		docs++
+	}
+	return flush()
 }
+
+// syncPayloads is document d as sync payloads (see loadCorpus), with about
+// how many bytes they take.
+func syncPayloads(d bench.Doc) (api.SyncSession, []api.SyncMessage, int, error) {
+	id, title := d.ID, d.Title
+	sess := api.SyncSession{ExternalID: &id, Title: &title, Source: ptr("bench")}
+	if d.Session == nil {
+		text := d.Text
+		return sess, []api.SyncMessage{{SessionExternalID: &id, ExternalID: ptr(d.ID + "-text"), Role: ptr("user"), TextContent: &text}},
+			len(title) + len(text), nil
+	}
+	if d.Session.Source != "" {
+		sess.Source = ptr(d.Session.Source)
+	}
+	if d.Session.Project != "" {
+		sess.ProjectName = ptr(d.Session.Project)
+	}
+	size := len(title)
+	var msgs []api.SyncMessage
+	for i, m := range d.Session.Messages {
+		var parts api.Parts
+		add := func(typ, content string) error {
+			if content == "" {
+				return nil
+			}
+			b, err := json.Marshal(importer.Part{Type: typ, Content: importer.Truncate(content, importer.DefaultMaxPartBytes)})
+			if err != nil {
+				return err
+			}
+			parts = append(parts, b)
+			size += len(b)
+			return nil
+		}
+		if err := add(importer.PartText, m.Text); err != nil {
+			return sess, nil, 0, err
+		}
+		if err := add(importer.PartToolResult, m.ToolOutput); err != nil {
+			return sess, nil, 0, err
+		}
+		if len(parts) == 0 {
+			continue // nothing a plugin would send
+		}
+		msgs = append(msgs, api.SyncMessage{SessionExternalID: &id, ExternalID: ptr(fmt.Sprintf("%s-%d", d.ID, i)), Role: ptr(m.Role),
+			Source: sess.Source, Parts: parts})
+	}
+	return sess, msgs, size, nil
+}
+
+func ptr[T any](v T) *T { return &v }
 
 // sessionDocIDs maps the bench user's session ids to corpus ids.
 func sessionDocIDs(ctx context.Context, st *kv.Store) (string, map[string]string, error) {

@@ -89,7 +89,8 @@ func parseBenchRelevance(args []string, cfg *config.Config, stderr io.Writer) (r
 	ld := config.NewLoader(fs, os.LookupEnv)
 	ld.Semantic(cfg)
 	fs.StringVar(&c.Dataset, "dataset", "", "BEIR-layout directory: corpus.jsonl[.gz], queries.jsonl, qrels/*.tsv (required)")
-	modes := fs.String("modes", "", "comma-separated Hindsight modes: fulltext, semantic, hybrid (default: fulltext, plus semantic and hybrid when an embedder is configured)")
+	modes := fs.String("modes", "", "comma-separated Hindsight modes: fulltext, semantic, hybrid, context (the sessions /api/context picks, by their best chunk) "+
+		"(default: fulltext, plus semantic and hybrid when an embedder is configured)")
 	peers := fs.String("peers", bench.FTS5Name, "comma-separated peers run on the same documents: "+strings.Join(runner.KnownPeers, ", ")+
 		", or none; the Weaviate peers use WEAVIATE_URL, else start the pinned weaviate-server (make weaviate)")
 	fs.StringVar(&c.Vectors.Embedder, "embedder", cmp.Or(cfg.Semantic.Embedder, "auto"), "embedder for semantic and hybrid: auto (as serve chooses), none, local, openai (env HINDSIGHT_EMBEDDER)")
@@ -137,8 +138,8 @@ func parseBenchRelevance(args []string, cfg *config.Config, stderr io.Writer) (r
 	if strings.TrimSpace(*modes) != "" {
 		for _, m := range strings.Split(*modes, ",") {
 			m = strings.TrimSpace(m)
-			if _, err := ranking.ParseMode(m); err != nil || m == "" {
-				return c, &usageError{fmt.Sprintf("unknown mode %q (fulltext, semantic, hybrid)", m)}
+			if _, err := ranking.ParseMode(m); (err != nil && m != runner.ModeContext) || m == "" {
+				return c, &usageError{fmt.Sprintf("unknown mode %q (fulltext, semantic, hybrid, context)", m)}
 			}
 			if !slices.Contains(c.Modes, m) {
 				c.Modes = append(c.Modes, m)
