@@ -53,10 +53,16 @@ type RelevanceConfig struct {
 	// (then the run also measures hindsight-bleve, the other mode, as a
 	// peer).
 	TextIndex string
-	Out       string
-	JSON      bool
-	Seed      uint64
-	Command   string // the command line, for the report
+	// EmbedCache is the file keeping embedded windows across runs
+	// (vectors.Cache); "" = none.
+	EmbedCache string
+	// SessionScores are experiment modes (ParseSessionScores): the
+	// whole-session ranking re-scored from the sessions' chunks.
+	SessionScores []string
+	Out           string
+	JSON          bool
+	Seed          uint64
+	Command       string // the command line, for the report
 }
 
 // FlagError is a combination of settings a run cannot measure, found once
@@ -150,6 +156,7 @@ func Relevance(ctx context.Context, base config.Config, c RelevanceConfig, stdou
 		return err
 	}
 	defer stopText()
+	base.Semantic.EmbedCache = c.EmbedCache
 	client, a, stop, err := startServer(ctx, filepath.Join(work, "data"), zerolog.Nop(), base, c.Vectors)
 	if err != nil {
 		return err
@@ -254,7 +261,16 @@ func Relevance(ctx context.Context, base config.Config, c RelevanceConfig, stdou
 	} else {
 		search = engineSearch(a.Search, userID, docOf, degraded)
 	}
-	systems := slices.Clone(modes)
+	if len(c.SessionScores) > 0 {
+		inner, rescored := search, sessionScoreSearch(a.Index, userID, docOf)
+		search = func(ctx context.Context, mode, q string, k int) ([]string, error) {
+			if strings.HasPrefix(mode, sessionScorePrefix) {
+				return rescored(ctx, mode, q, k)
+			}
+			return inner(ctx, mode, q, k)
+		}
+	}
+	systems := append(slices.Clone(modes), c.SessionScores...)
 	var peerNames []string
 	for _, p := range peers {
 		systems = append(systems, p.Name())
@@ -265,7 +281,7 @@ func Relevance(ctx context.Context, base config.Config, c RelevanceConfig, stdou
 		return err
 	}
 	res.Peers = peerNames
-	if res.Paired, err = bench.ComparePairs(&res, bench.DefaultPairs(modes, peerNames), c.Seed); err != nil {
+	if res.Paired, err = bench.ComparePairs(&res, bench.DefaultPairs(append(slices.Clone(modes), c.SessionScores...), peerNames), c.Seed); err != nil {
 		return err
 	}
 
@@ -294,6 +310,14 @@ func Relevance(ctx context.Context, base config.Config, c RelevanceConfig, stdou
 		"tokenization weaviate": "word tokenization (alphanumeric runs, lower-cased), the en stop words, no stemming; BM25 k1 1.2, b 0.75 over title + text",
 		"via":                   c.Via,
 	})
+	if a.Semantic != nil && a.Semantic.Cache != nil {
+		hits, misses := a.Semantic.Cache.Counts()
+		res.Settings["embedding cache"] = fmt.Sprintf("%s: %d windows reused, %d embedded", c.EmbedCache, hits, misses)
+	}
+	if len(c.SessionScores) > 0 {
+		res.Settings["session-score"] = "the fulltext:* modes re-rank the best 50 sessions of the whole-session ranking by scores of their chunks " +
+			"(index.Chunks); a query's chunks are scored once for all variants, so their latency is not comparable"
+	}
 	if l := loadAverage(); l != "" {
 		// Latency is wall time: say how busy the machine was.
 		res.Settings["load average"] = fmt.Sprintf("%s at start, %s at the end (1 minute)", loadAtStart, l)
@@ -618,12 +642,22 @@ func runSettings(s map[string]string) map[string]string {
 	s["os/arch"] = runtime.GOOS + "/" + runtime.GOARCH
 	s["cpus"] = strconv.Itoa(runtime.NumCPU())
 	s["date"] = time.Now().UTC().Format("2006-01-02 15:04 UTC")
-	s["commit"] = "unknown (no VCS information in the build)"
-	if head := gitHead(); head != "" {
-		s["commit"] = head + " (HEAD of the checkout in the working directory; uncommitted changes not detected)"
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		var rev, modified string
+	bi, _ := debug.ReadBuildInfo()
+	s["commit"] = buildCommit(bi, gitHead)
+	return s
+}
+
+// buildCommit names the commit the running binary was built from: the
+// revision the go command stamped into it (vcs.revision; vcs.modified
+// marks a build with uncommitted changes), so a result names the code that
+// measured it even when the checkout has moved on since. A binary without
+// the stamp (built with -buildvcs=false, which GOFLAGS may set, or outside
+// a checkout) gets the working directory's HEAD at run time, labelled as
+// such: it is only as good as the guess that the binary was built there
+// and then.
+func buildCommit(bi *debug.BuildInfo, head func() string) string {
+	var rev, modified string
+	if bi != nil {
 		for _, kv := range bi.Settings {
 			switch kv.Key {
 			case "vcs.revision":
@@ -632,14 +666,18 @@ func runSettings(s map[string]string) map[string]string {
 				modified = kv.Value
 			}
 		}
-		if rev != "" {
-			if modified == "true" {
-				rev += " (with uncommitted changes)"
-			}
-			s["commit"] = rev
-		}
 	}
-	return s
+	switch {
+	case rev != "" && modified == "true":
+		return rev + " (built with uncommitted changes)"
+	case rev != "":
+		return rev
+	}
+	if h := head(); h != "" {
+		return h + " (not stamped: the binary carries no VCS information, this is the HEAD of the checkout in the working directory " +
+			"at run time, uncommitted changes not detected; build with -buildvcs=true)"
+	}
+	return "unknown (not stamped: the binary carries no VCS information and the working directory is not a git checkout; build with -buildvcs=true)"
 }
 
 // gitHead returns the commit the working directory's git checkout is at,

@@ -107,6 +107,10 @@ func parseBenchRelevance(args []string, cfg *config.Config, stderr io.Writer) (r
 	fs.StringVar(&c.Out, "out", "", "directory for report.md, charts, result.json and perquery.jsonl (default: a new temp dir, printed)")
 	fs.BoolVar(&c.JSON, "json", false, "print only the JSON result (no table, no progress)")
 	fs.Uint64Var(&c.Seed, "seed", 1, "seed of the randomisation tests")
+	embedCache := fs.String("embed-cache", filepath.Join(".cache", "embeddings", "bench.db"),
+		"file keeping the embedded windows by model and text across runs, so a second run does not embed the corpus again (none: no cache)")
+	sessionScores := fs.String("session-score", "", "experiment: also measure the full-text ranking with its best sessions re-scored from their chunks, "+
+		"one mode fulltext:VARIANT each, comma-separated: "+strings.Join(runner.SessionScores, ", "))
 	pos, err := parse(fs, args)
 	if err != nil {
 		return c, err
@@ -153,6 +157,12 @@ func parseBenchRelevance(args []string, cfg *config.Config, stderr io.Writer) (r
 	}
 	if c.Peers, err = runner.ParsePeers(*peers); err != nil {
 		return c, &usageError{err.Error()}
+	}
+	if *embedCache != "none" {
+		c.EmbedCache = *embedCache
+	}
+	if c.SessionScores, err = runner.ParseSessionScores(*sessionScores); err != nil {
+		return c, &usageError{"--session-score: " + err.Error()}
 	}
 	c.Command = runner.CommandLine(append([]string{"hindsight", "bench", "relevance"}, args...))
 	return c, nil

@@ -286,10 +286,11 @@ func TestBenchRelevanceSemantic(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	out := t.TempDir()
+	cache := filepath.Join(t.TempDir(), "embeddings.db")
 	var stdout, stderr bytes.Buffer
 	err := run(ctx, []string{"bench", "relevance", "--dataset", ds, "--max-docs", "20", "--max-queries", "5",
 		"--embedder", "local", "--modes", "fulltext,semantic,hybrid", "--peers", "sqlite-fts5",
-		"--sweep", "rrf.k=5,60", "--out", out, "--json"}, &stdout, &stderr)
+		"--sweep", "rrf.k=5,60", "--embed-cache", cache, "--out", out, "--json"}, &stdout, &stderr)
 	if err != nil {
 		t.Fatalf("bench relevance --embedder local: %v\n%s", err, stderr.String())
 	}
@@ -305,6 +306,28 @@ func TestBenchRelevanceSemantic(t *testing.T) {
 		t.Errorf("sweep = %+v, want 2 hybrid rows", sw)
 	}
 	checkFiles(t, out, "report.md", "ndcg.svg", "latency_cdf.svg", "sweep.svg")
+
+	// A second run over the same slice embeds nothing: every window comes
+	// from the cache, and the vectors are the same (so are the results).
+	if !strings.HasPrefix(r.Settings["embedding cache"], cache+": 0 windows reused, ") {
+		t.Errorf("first run: embedding cache = %q, want nothing reused", r.Settings["embedding cache"])
+	}
+	stdout.Reset()
+	err = run(ctx, []string{"bench", "relevance", "--dataset", ds, "--max-docs", "20", "--max-queries", "5",
+		"--embedder", "local", "--modes", "semantic", "--peers", "none", "--embed-cache", cache, "--out", t.TempDir(), "--json"}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("second run: %v\n%s", err, stderr.String())
+	}
+	var r2 relevanceJSON
+	if err := json.Unmarshal(stdout.Bytes(), &r2); err != nil {
+		t.Fatal(err)
+	}
+	if c := r2.Settings["embedding cache"]; !strings.HasSuffix(c, ", 0 embedded") || strings.Contains(c, ": 0 windows reused") {
+		t.Errorf("second run: embedding cache = %q, want every window reused and none embedded", c)
+	}
+	if a, b := r.PerQuery.NDCG10["semantic"], r2.PerQuery.NDCG10["semantic"]; !slices.Equal(a, b) {
+		t.Errorf("semantic nDCG@10 per query: %v with fresh vectors, %v with cached ones", a, b)
+	}
 }
 
 // TestBenchRelevanceWeaviate runs the Weaviate peers on a weaviate-server
@@ -325,7 +348,7 @@ func TestBenchRelevanceWeaviate(t *testing.T) {
 	if dir := os.Getenv("HINDSIGHT_MODEL_DIR"); dir != "" {
 		if _, err := os.Stat(filepath.Join(dir, "model.json")); err == nil {
 			args = []string{"--max-docs", "20", "--max-queries", "5", "--embedder", "local", "--modes", "fulltext",
-				"--peers", "weaviate-bm25,weaviate-hybrid"}
+				"--peers", "weaviate-bm25,weaviate-hybrid", "--embed-cache", "none"}
 			docs, queries = "20", "5"
 			systems = []string{"fulltext", "weaviate-bm25", "weaviate-hybrid", "weaviate-hybrid-relative"}
 		}

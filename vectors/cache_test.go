@@ -1,0 +1,106 @@
+package vectors_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/hindsight-dev/hindsight/vectors"
+)
+
+// recordingEmbedder returns (len(text), i, 1) for each text and records
+// every text it was asked to embed.
+type recordingEmbedder struct {
+	mu    sync.Mutex
+	model string
+	asked []string
+	fail  bool
+}
+
+func (e *recordingEmbedder) Embed(_ context.Context, texts []string) ([][]float32, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.fail {
+		return nil, errors.New("provider down")
+	}
+	e.asked = append(e.asked, texts...)
+	out := make([][]float32, len(texts))
+	for i, t := range texts {
+		out[i] = []float32{float32(len(t)), float32(len(e.asked)), 1}
+	}
+	return out, nil
+}
+func (e *recordingEmbedder) Model() string { return e.model }
+func (e *recordingEmbedder) Dim() int      { return 3 }
+
+func TestCache(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "sub", "embeddings.db")
+	c, err := vectors.OpenCache(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner := &recordingEmbedder{model: "m1"}
+	e := c.Wrap(inner)
+	if e.Model() != "m1" || e.Dim() != 3 {
+		t.Errorf("Model, Dim = %q, %d; want the wrapped embedder's", e.Model(), e.Dim())
+	}
+	first, err := e.Embed(ctx, []string{"a", "bb", "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every text the cache lacked went to the embedder (a repeat too: one call).
+	if !slices.Equal(inner.asked, []string{"a", "bb", "a"}) {
+		t.Errorf("asked %q", inner.asked)
+	}
+	second, err := e.Embed(ctx, []string{"bb", "ccc", "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(inner.asked[3:], []string{"ccc"}) {
+		t.Errorf("second call asked %q, want only the new text", inner.asked[3:])
+	}
+	if !slices.Equal(second[0], first[1]) || second[1][0] != 3 {
+		t.Errorf("second = %v, want bb's cached vector %v and ccc's new one", second, first[1])
+	}
+	if h, m := c.Counts(); h != 2 || m != 4 {
+		t.Errorf("Counts = %d hits, %d misses; want 2, 4", h, m)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Reopened: the vectors persist, for the same model only.
+	c, err = vectors.OpenCache(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	down := &recordingEmbedder{model: "m1", fail: true}
+	got, err := c.Wrap(down).Embed(ctx, []string{"ccc", "bb"})
+	if err != nil {
+		t.Fatalf("all cached, yet: %v", err)
+	}
+	if !slices.Equal(got[0], second[1]) || !slices.Equal(got[1], first[1]) {
+		t.Errorf("after reopening: %v, want %v and %v", got, second[1], first[1])
+	}
+	if _, err := c.Wrap(down).Embed(ctx, []string{"new"}); err == nil || !strings.Contains(err.Error(), "provider down") {
+		t.Errorf("a miss with a failing embedder: err = %v, want the embedder's", err)
+	}
+	other := &recordingEmbedder{model: "m2"}
+	if _, err := c.Wrap(other).Embed(ctx, []string{"bb"}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(other.asked, []string{"bb"}) {
+		t.Errorf("another model reused m1's vector: asked %q", other.asked)
+	}
+
+	// One process at a time.
+	if _, err := vectors.OpenCache(path); err == nil || !strings.Contains(err.Error(), "in use") {
+		t.Errorf("second open: err = %v, want in use", err)
+	}
+}
