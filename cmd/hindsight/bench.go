@@ -107,8 +107,9 @@ func parseBenchRelevance(args []string, cfg *config.Config, stderr io.Writer) (r
 	fs.StringVar(&c.Out, "out", "", "directory for report.md, charts, result.json and perquery.jsonl (default: a new temp dir, printed)")
 	fs.BoolVar(&c.JSON, "json", false, "print only the JSON result (no table, no progress)")
 	fs.Uint64Var(&c.Seed, "seed", 1, "seed of the randomisation tests")
-	embedCache := fs.String("embed-cache", filepath.Join(".cache", "embeddings", "bench.db"),
-		"file keeping the embedded windows by model and text across runs, so a second run does not embed the corpus again (none: no cache)")
+	embedCache := fs.String("embed-cache", filepath.Join(".cache", "embeddings"),
+		"directory keeping the embedded windows by model and text across runs, one file per dataset (DIR/<dataset>.db), so a second run "+
+			"does not embed the corpus again (none: no cache)")
 	sessionScores := fs.String("session-score", "", "experiment: also measure the full-text ranking with its best sessions re-scored from their chunks, "+
 		"one mode fulltext:VARIANT each, comma-separated: "+strings.Join(runner.SessionScores, ", "))
 	pos, err := parse(fs, args)
@@ -159,7 +160,11 @@ func parseBenchRelevance(args []string, cfg *config.Config, stderr io.Writer) (r
 		return c, &usageError{err.Error()}
 	}
 	if *embedCache != "none" {
-		c.EmbedCache = *embedCache
+		abs, err := filepath.Abs(c.Dataset)
+		if err != nil {
+			return c, &usageError{fmt.Sprintf("--dataset %s: %v", c.Dataset, err)}
+		}
+		c.EmbedCache = filepath.Join(*embedCache, filepath.Base(abs)+".db")
 	}
 	if c.SessionScores, err = runner.ParseSessionScores(*sessionScores); err != nil {
 		return c, &usageError{"--session-score: " + err.Error()}

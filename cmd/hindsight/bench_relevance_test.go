@@ -286,11 +286,12 @@ func TestBenchRelevanceSemantic(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	out := t.TempDir()
-	cache := filepath.Join(t.TempDir(), "embeddings.db")
+	cacheDir := t.TempDir()
+	cache := filepath.Join(cacheDir, "scifact-train.db") // one file per dataset
 	var stdout, stderr bytes.Buffer
 	err := run(ctx, []string{"bench", "relevance", "--dataset", ds, "--max-docs", "20", "--max-queries", "5",
 		"--embedder", "local", "--modes", "fulltext,semantic,hybrid", "--peers", "sqlite-fts5",
-		"--sweep", "rrf.k=5,60", "--embed-cache", cache, "--out", out, "--json"}, &stdout, &stderr)
+		"--sweep", "rrf.k=5,60", "--embed-cache", cacheDir, "--out", out, "--json"}, &stdout, &stderr)
 	if err != nil {
 		t.Fatalf("bench relevance --embedder local: %v\n%s", err, stderr.String())
 	}
@@ -314,7 +315,7 @@ func TestBenchRelevanceSemantic(t *testing.T) {
 	}
 	stdout.Reset()
 	err = run(ctx, []string{"bench", "relevance", "--dataset", ds, "--max-docs", "20", "--max-queries", "5",
-		"--embedder", "local", "--modes", "semantic", "--peers", "none", "--embed-cache", cache, "--out", t.TempDir(), "--json"}, &stdout, &stderr)
+		"--embedder", "local", "--modes", "semantic", "--peers", "none", "--embed-cache", cacheDir, "--out", t.TempDir(), "--json"}, &stdout, &stderr)
 	if err != nil {
 		t.Fatalf("second run: %v\n%s", err, stderr.String())
 	}
