@@ -20,24 +20,33 @@ type Agent struct {
 	// Read lists the sessions under root (a root of Roots, or a directory or
 	// file the user names).
 	Read func(root string, opts ReadOptions) ([]Item, error)
+	// WatchTree: the root holds only the assistant's history, and new
+	// sessions appear in new directories under it (projects, dates), so
+	// the Watcher watches every directory under it. Otherwise it watches
+	// the directories its sessions were found in, and finds new ones by
+	// listing again.
+	WatchTree bool
+	// InProjects: the histories live inside projects found under the home
+	// directory (walkProjects); a change is listed from its file alone.
+	InProjects bool
 }
 
 // Agents returns every assistant the importer reads, in the order
 // hindsight import lists them.
 func Agents() []Agent {
 	return []Agent{
-		{Name: "claude-code", Source: SourceClaudeCode, Roots: claudeCodeRoots, Read: ClaudeCode},
-		{Name: "codex", Source: SourceCodex, Roots: codexRoots, Read: Codex},
-		{Name: "gemini", Source: SourceGemini, Roots: homeDir(".gemini"), Read: Gemini},
-		{Name: "qwen", Source: SourceQwen, Roots: homeDir(".qwen"), Read: Qwen},
+		{Name: "claude-code", Source: SourceClaudeCode, Roots: claudeCodeRoots, Read: ClaudeCode, WatchTree: true},
+		{Name: "codex", Source: SourceCodex, Roots: codexRoots, Read: Codex, WatchTree: true},
+		{Name: "gemini", Source: SourceGemini, Roots: homeDir(".gemini"), Read: Gemini, WatchTree: true},
+		{Name: "qwen", Source: SourceQwen, Roots: homeDir(".qwen"), Read: Qwen, WatchTree: true},
 		{Name: "opencode", Source: SourceOpenCode, Roots: openCodeRoots, Read: OpenCode},
 		{Name: "cursor", Source: SourceCursor, Roots: cursorRoots, Read: Cursor},
 		{Name: "cursor-agent", Source: SourceCursor, Roots: cursorAgentRoots, Read: CursorAgent},
-		{Name: "aider", Source: SourceAider, Roots: aiderRoots, Read: Aider},
-		{Name: "specstory", Source: SourceSpecStory, Roots: specStoryRoots, Read: SpecStory},
-		{Name: "copilot", Source: SourceCopilot, Roots: copilotRoots, Read: Copilot},
+		{Name: "aider", Source: SourceAider, Roots: aiderRoots, Read: Aider, InProjects: true},
+		{Name: "specstory", Source: SourceSpecStory, Roots: specStoryRoots, Read: SpecStory, InProjects: true},
+		{Name: "copilot", Source: SourceCopilot, Roots: copilotRoots, Read: Copilot, WatchTree: true},
 		{Name: "vscode-copilot", Source: SourceVSCodeCopilot, Roots: vsCodeCopilotRoots, Read: VSCodeCopilot},
-		{Name: "pi", Source: SourcePi, Roots: piRoots, Read: Pi},
+		{Name: "pi", Source: SourcePi, Roots: piRoots, Read: Pi, WatchTree: true},
 	}
 }
 

@@ -134,7 +134,8 @@ func ClaudeCode(dir string, opts ReadOptions) ([]Item, error) {
 		if path == "" {
 			path = g.agents[0]
 		}
-		items = append(items, Item{Path: path, read: func() (Session, []Problem, error) { return readClaudeCode(g, opts.maxPart()) }})
+		items = append(items, Item{Path: path, read: func() (Session, []Problem, error) { return readClaudeCode(g, opts.maxPart()) },
+			follow: ccFollow(g, opts.maxPart())})
 	}
 	sort.Slice(items, func(i, j int) bool { return items[i].Path < items[j].Path })
 	return items, nil
@@ -233,24 +234,36 @@ type ccReader struct {
 	used    map[string]bool   // externalised outputs read into a result
 
 	// The file being read.
-	path   string
-	agent  *SubAgent // the file's sub-agent; nil for the session's transcript
-	lastAt time.Time
-	starts []int // index in s.Messages where each file's messages start
+	path    string
+	agent   *SubAgent // the file's sub-agent; nil for the session's transcript
+	lastAt  time.Time
+	starts  []int                // index in s.Messages where each run of one file's messages starts
+	files   []string             // the file of each run
+	lastAts map[string]time.Time // the last time of each file left for another
+	// follow: the reader follows files still being written (a Watcher's
+	// tail): externalised outputs no line has claimed yet may still be
+	// claimed by a line to come, so finish leaves them out.
+	follow bool
 }
 
 func newCCReader(id string, maxPart int) *ccReader {
 	return &ccReader{
 		maxPart: maxPart, s: Session{ExternalID: id, Source: SourceClaudeCode},
 		seen: map[string]bool{}, tools: map[string]int{}, results: map[string]string{}, used: map[string]bool{},
+		lastAts: map[string]time.Time{},
 	}
 }
 
-// file starts the lines of another file of the session; agent is its
-// sub-agent, nil for the session's own transcript.
+// file starts the lines of a file of the session (another, or one read
+// before that has grown); agent is its sub-agent, nil for the session's own
+// transcript.
 func (r *ccReader) file(path string, agent *SubAgent) {
-	r.path, r.agent, r.lastAt = path, agent, time.Time{}
+	if r.path != "" {
+		r.lastAts[r.path] = r.lastAt
+	}
+	r.path, r.agent, r.lastAt = path, agent, r.lastAts[path]
 	r.starts = append(r.starts, len(r.s.Messages))
+	r.files = append(r.files, path)
 }
 
 func readClaudeCode(g *ccGroup, maxPart int) (Session, []Problem, error) {
@@ -669,12 +682,12 @@ func (r *ccReader) finish() Session {
 		}
 		msgs = append(msgs, m)
 	}
-	msgs = mergeByTime(msgs, r.starts)
+	msgs = mergeFiles(msgs, r.starts, r.files)
 	// Outputs no result in the transcripts points to still belong to the
 	// session (the line that named them may have been compacted away).
 	var orphans []string
 	for id := range r.results {
-		if !r.used[id] {
+		if !r.used[id] && !r.follow {
 			orphans = append(orphans, id)
 		}
 	}
@@ -693,39 +706,63 @@ func (r *ccReader) finish() Session {
 	return s
 }
 
-// mergeByTime interleaves the messages of several files (each a run of msgs
-// starting at an index of starts) by time, keeping each file's own order; on
-// equal times the earlier file goes first. A sub-agent's messages land where
-// it ran, between the session's call of it and its result.
-func mergeByTime(msgs []Message, starts []int) []Message {
+// mergeFiles interleaves the messages of several files by time (each file
+// its runs of msgs: runs starting at starts, of files) keeping each file's
+// own order; on equal times the file read first goes first. A sub-agent's
+// messages land where it ran, between the session's call of it and its
+// result. A file read in several runs (a followed file that grew) is one
+// sequence.
+func mergeFiles(msgs []Message, starts []int, files []string) []Message {
 	if len(starts) < 2 {
 		return msgs
 	}
-	type run struct{ at, end int }
-	runs := make([]run, len(starts))
+	var order []string
+	byFile := map[string][]Message{}
 	for i, st := range starts {
 		end := len(msgs)
 		if i+1 < len(starts) {
 			end = starts[i+1]
 		}
-		runs[i] = run{st, end}
+		f := files[i]
+		if _, ok := byFile[f]; !ok {
+			order = append(order, f)
+		}
+		byFile[f] = append(byFile[f], msgs[st:end]...)
 	}
-	out := make([]Message, 0, len(msgs))
+	runs := make([][]Message, len(order))
+	for i, f := range order {
+		runs[i] = byFile[f]
+	}
+	return mergeRuns(runs)
+}
+
+// mergeRuns interleaves runs of messages by time, keeping each run's order;
+// on equal times the earlier run goes first.
+func mergeRuns(runs [][]Message) []Message {
+	if len(runs) == 1 {
+		return runs[0]
+	}
+	n := 0
+	for _, r := range runs {
+		n += len(r)
+	}
+	out := make([]Message, 0, n)
+	at := make([]int, len(runs))
 	for {
 		best := -1
 		for i, r := range runs {
-			if r.at == r.end {
+			if at[i] == len(r) {
 				continue
 			}
-			if best < 0 || msgs[r.at].CreatedAt.Before(msgs[runs[best].at].CreatedAt) {
+			if best < 0 || r[at[i]].CreatedAt.Before(runs[best][at[best]].CreatedAt) {
 				best = i
 			}
 		}
 		if best < 0 {
 			return out
 		}
-		out = append(out, msgs[runs[best].at])
-		runs[best].at++
+		out = append(out, runs[best][at[best]])
+		at[best]++
 	}
 }
 

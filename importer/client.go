@@ -7,12 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cenkalti/backoff/v4"
 
 	"github.com/hindsight-dev/hindsight/api"
 )
@@ -23,7 +24,7 @@ import (
 // A request that fails with 429, 408, a 5xx or a network error is retried up
 // to Backoff.Attempts times in all. The wait before retry n is a random
 // duration between half and all of Base·2ⁿ⁻¹ (capped at Max), or what the
-// server's Retry-After asks for when it sends one. Other statuses are returned
+// server's Retry-After asks for when it sends one (Backoff.schedule). Other statuses are returned
 // at once as a *StatusError.
 type Client struct {
 	URL   string       // base URL, e.g. http://127.0.0.1:7420
@@ -57,16 +58,32 @@ func (b Backoff) withDefaults() Backoff {
 	return b
 }
 
-// wait is the pause before retry number n (1-based).
-func (b Backoff) wait(n int, retryAfter time.Duration) time.Duration {
+// schedule is the waits between tries: the n-th a random duration between
+// half and all of Base·2ⁿ⁻¹, which stops growing at Max, without end (the
+// caller counts attempts). It is the one retry schedule of the importer: the
+// Client's requests and the Watcher's retries of what the server has not
+// acknowledged both take it.
+func (b Backoff) schedule() backoff.BackOff {
+	// backoff draws from interval·(1 ± RandomizationFactor): an interval of
+	// ¾·d with a factor of ⅓ is [d/2, d].
+	e := backoff.NewExponentialBackOff()
+	e.InitialInterval = b.Base * 3 / 4
+	e.RandomizationFactor = 1.0 / 3
+	e.Multiplier = 2
+	e.MaxInterval = b.Max * 3 / 4
+	e.MaxElapsedTime = 0
+	e.Reset()
+	return e
+}
+
+// wait is the pause before the next retry of sched, or what the server's
+// Retry-After asked for (capped at maxRetryAfter).
+func wait(sched backoff.BackOff, retryAfter time.Duration) time.Duration {
+	d := sched.NextBackOff()
 	if retryAfter > 0 {
 		return min(retryAfter, maxRetryAfter)
 	}
-	d := b.Base << min(n-1, 20)
-	if d <= 0 || d > b.Max {
-		d = b.Max
-	}
-	return d/2 + rand.N(d/2+1)
+	return d
 }
 
 // StatusError is a response that retrying would not change (or a retryable
@@ -112,8 +129,8 @@ func (c *Client) pause(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// retryAfter reads a Retry-After header: seconds or an HTTP date.
-func retryAfter(h string) time.Duration {
+// parseRetryAfter reads a Retry-After header: seconds or an HTTP date.
+func parseRetryAfter(h string) time.Duration {
 	h = strings.TrimSpace(h)
 	if h == "" {
 		return 0
@@ -131,6 +148,7 @@ func retryAfter(h string) time.Duration {
 // (when out is not nil).
 func (c *Client) do(ctx context.Context, method, path string, body []byte, out any) error {
 	b := c.Retry.withDefaults()
+	sched := b.schedule()
 	base := strings.TrimRight(c.URL, "/")
 	var last error
 	for attempt := 1; ; attempt++ {
@@ -147,7 +165,7 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 			req.Header.Set("Content-Type", "application/json")
 		}
 		req.Header.Set("User-Agent", "hindsight-import")
-		var wait time.Duration
+		var retryAfter time.Duration
 		resp, err := c.httpClient().Do(req)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -173,13 +191,13 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 				if !retryable(resp.StatusCode) {
 					return se
 				}
-				last, wait = se, retryAfter(resp.Header.Get("Retry-After"))
+				last, retryAfter = se, parseRetryAfter(resp.Header.Get("Retry-After"))
 			}
 		}
 		if attempt >= b.Attempts {
 			return fmt.Errorf("gave up after %d attempts: %w", attempt, last)
 		}
-		if err := c.pause(ctx, b.wait(attempt, wait)); err != nil {
+		if err := c.pause(ctx, wait(sched, retryAfter)); err != nil {
 			return err
 		}
 	}

@@ -144,14 +144,17 @@ func TestImportBackoffWait(t *testing.T) {
 	if b.Attempts != 6 || b.Base != 500*time.Millisecond || b.Max != 30*time.Second {
 		t.Fatalf("defaults = %+v", b)
 	}
-	for n := 1; n < 40; n++ {
-		d := b.wait(n, 0)
-		hi := min(b.Base<<min(n-1, 20), b.Max)
-		if d < hi/2 || d > hi {
-			t.Errorf("wait(%d) = %v, want in [%v, %v]", n, d, hi/2, hi)
+	for round := range 50 {
+		sched := b.schedule()
+		for n := 1; n < 40; n++ {
+			d := wait(sched, 0)
+			hi := min(b.Base<<min(n-1, 20), b.Max)
+			if d < hi/2 || d > hi {
+				t.Fatalf("round %d: wait %d = %v, want in [%v, %v]", round, n, d, hi/2, hi)
+			}
 		}
 	}
-	if d := b.wait(1, time.Hour); d != maxRetryAfter {
+	if d := wait(b.schedule(), time.Hour); d != maxRetryAfter {
 		t.Errorf("a Retry-After of an hour waits %v, want the %v cap", d, maxRetryAfter)
 	}
 }

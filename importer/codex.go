@@ -59,7 +59,8 @@ func Codex(dir string, opts ReadOptions) ([]Item, error) {
 	sort.Strings(paths)
 	items := make([]Item, len(paths))
 	for i, p := range paths {
-		items[i] = Item{Path: p, read: func() (Session, []Problem, error) { return readCodex(p, opts.maxPart()) }}
+		items[i] = Item{Path: p, read: func() (Session, []Problem, error) { return readCodex(p, opts.maxPart()) },
+			follow: codexFollow(p, opts.maxPart())}
 	}
 	return items, nil
 }

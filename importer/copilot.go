@@ -1,13 +1,10 @@
 package importer
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -82,7 +79,8 @@ func Copilot(root string, opts ReadOptions) ([]Item, error) {
 }
 
 func copilotItem(path string, opts ReadOptions) Item {
-	return Item{Path: path, read: func() (Session, []Problem, error) { return readCopilot(path, opts.maxPart()) }}
+	return Item{Path: path, read: func() (Session, []Problem, error) { return readCopilot(path, opts.maxPart()) },
+		follow: copilotFollow(path, opts.maxPart())}
 }
 
 type cpEvent struct {
@@ -113,6 +111,8 @@ type cpData struct {
 		Name       string          `json:"name"`
 		Arguments  json.RawMessage `json:"arguments"`
 	} `json:"toolRequests"`
+	// A sub-agent's events (the task tool's) name the call that started it.
+	ParentToolCallID string `json:"parentToolCallId"`
 	// tool.execution_complete
 	ToolCallID string `json:"toolCallId"`
 	Success    *bool  `json:"success"`
@@ -149,42 +149,39 @@ type cpReader struct {
 	s       Session
 	probs   []Problem
 	model   string
-	tools   map[string]int // toolCallId -> index in s.Messages
-	output  int64          // assistant.message outputTokens, summed
-	ranOut  bool           // a session.shutdown gave the run's totals
+	tools   map[string]int       // toolCallId -> index in s.Messages
+	agents  map[string]*SubAgent // parentToolCallId -> the sub-agent it started
+	output  int64                // assistant.message outputTokens, summed
+	ranOut  bool                 // a session.shutdown gave the run's totals
 	first   time.Time
 	last    time.Time
 }
 
-func readCopilot(path string, maxPart int) (Session, []Problem, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return Session{}, nil, err
-	}
-	defer f.Close()
-	r := &cpReader{path: path, maxPart: maxPart, tools: map[string]int{}}
+func newCPReader(path string, maxPart int) *cpReader {
+	r := &cpReader{path: path, maxPart: maxPart, tools: map[string]int{}, agents: map[string]*SubAgent{}}
 	id := strings.TrimSuffix(filepath.Base(path), ".jsonl")
 	if id == "events" {
 		id = filepath.Base(filepath.Dir(path))
 	}
 	r.s = Session{ExternalID: id, Source: SourceCopilot}
-	br := bufio.NewReaderSize(f, 1<<20)
-	for n := 1; ; n++ {
-		line, err := br.ReadBytes('\n')
-		if len(bytes.TrimSpace(line)) > 0 {
-			r.line(n, line)
-		}
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return Session{}, r.probs, fmt.Errorf("read %s: %w", path, err)
-		}
+	return r
+}
+
+func readCopilot(path string, maxPart int) (Session, []Problem, error) {
+	r := newCPReader(path, maxPart)
+	if err := readLines(path, r.line); err != nil {
+		return Session{}, r.probs, err
 	}
-	if filepath.Base(path) == "events.jsonl" {
-		r.workspace(filepath.Join(filepath.Dir(path), "workspace.yaml"))
+	return r.result(), r.probs, nil
+}
+
+// result is the session read so far, with what the newer layout's
+// workspace.yaml says of it; the reader can go on.
+func (r *cpReader) result() Session {
+	if filepath.Base(r.path) == "events.jsonl" {
+		r.workspace(filepath.Join(filepath.Dir(r.path), "workspace.yaml"))
 	}
-	return r.finish(), r.probs, nil
+	return r.finish()
 }
 
 func (r *cpReader) problem(n int, format string, args ...any) {
@@ -232,6 +229,7 @@ func (r *cpReader) line(n int, raw []byte) {
 		r.assistant(n, ev, d, at)
 	case "tool.execution_complete":
 		r.toolResult(ev, d, at)
+
 	case "session.shutdown":
 		for _, m := range d.ModelMetrics {
 			r.s.PromptTokens += round(m.Usage.InputTokens)
@@ -239,6 +237,35 @@ func (r *cpReader) line(n int, raw []byte) {
 		}
 		r.ranOut = true
 	}
+}
+
+// subAgent is the sub-agent that the tool call id started (Copilot's task
+// tool): named by the call, typed by its tool, described by its
+// arguments' description when the call is in the log.
+func (r *cpReader) subAgent(id string) *SubAgent {
+	if id == "" {
+		return nil
+	}
+	if a := r.agents[id]; a != nil {
+		return a
+	}
+	a := &SubAgent{ID: id}
+	if i, ok := r.tools[id]; ok {
+		call := r.s.Messages[i].Parts[0]
+		a.Type = call.ToolName
+		var args struct {
+			Description string `json:"description"`
+			AgentType   string `json:"agent_type"`
+		}
+		if json.Unmarshal(call.Args, &args) == nil {
+			a.Description = args.Description
+			if args.AgentType != "" {
+				a.Type = args.AgentType
+			}
+		}
+	}
+	r.agents[id] = a
+	return a
 }
 
 func (r *cpReader) id(ev cpEvent, n int) string {
@@ -288,8 +315,9 @@ func (r *cpReader) assistant(n int, ev cpEvent, d cpData, at time.Time) {
 			m.CompletionTokens, out = ptr(out), 0
 		}
 	}
+	agent := r.subAgent(d.ParentToolCallID)
 	if len(parts) > 0 {
-		m := Message{ExternalID: r.id(ev, n), Role: "assistant", Parts: parts, Model: model, CreatedAt: at}
+		m := Message{ExternalID: r.id(ev, n), Role: "assistant", Parts: parts, Model: model, CreatedAt: at, SubAgent: agent}
 		tokens(&m)
 		r.s.Messages = append(r.s.Messages, m)
 	}
@@ -308,7 +336,7 @@ func (r *cpReader) assistant(n int, ev cpEvent, d cpData, at time.Time) {
 			json.Unmarshal(args, &s)
 			args, _ = json.Marshal(map[string]string{"input": s})
 		}
-		m := Message{ExternalID: id, Role: "assistant", Model: model, CreatedAt: at,
+		m := Message{ExternalID: id, Role: "assistant", Model: model, CreatedAt: at, SubAgent: agent,
 			Parts: []Part{{Type: PartToolCall, ToolName: tr.Name, Args: jsonArgs(args, r.maxPart)}}}
 		tokens(&m)
 		r.tools[id] = len(r.s.Messages)
@@ -330,7 +358,7 @@ func (r *cpReader) toolResult(ev cpEvent, d cpData, at time.Time) {
 		r.s.Messages = append(r.s.Messages, Message{
 			ExternalID: r.s.ExternalID + "-result-" + cmp.Or(d.ToolCallID, ev.ID), Role: "tool",
 			Parts:     []Part{{Type: PartToolResult, Content: truncate(out, r.maxPart)}},
-			CreatedAt: at,
+			CreatedAt: at, SubAgent: r.subAgent(d.ParentToolCallID),
 		})
 		return
 	}

@@ -165,3 +165,41 @@ func TestImportRealCopilot(t *testing.T) {
 		}
 	}
 }
+
+// A sub-agent's events (Copilot's task tool) name the call that started it
+// (parentToolCallId): its messages carry the sub-agent's mark, typed and
+// described by that call.
+func TestImportCopilotSubAgent(t *testing.T) {
+	home := t.TempDir()
+	writeFiles(t, home, map[string]string{
+		".copilot/session-state/44444444-dddd/events.jsonl": strings.Join([]string{
+			`{"type":"session.start","data":{"sessionId":"44444444-dddd","startTime":"2026-06-09T10:00:00Z"},"id":"g1","timestamp":"2026-06-09T10:00:00Z"}`,
+			`{"type":"user.message","data":{"content":"explore the repo"},"id":"g2","timestamp":"2026-06-09T10:00:01Z"}`,
+			`{"type":"assistant.message","data":{"content":"Starting an explorer.","toolRequests":[{"toolCallId":"call_task","name":"task","arguments":{"description":"Map the packages","agent_type":"explore","prompt":"..."}}]},"id":"g3","timestamp":"2026-06-09T10:00:02Z"}`,
+			`{"type":"assistant.message","data":{"content":"Looking at go.mod","parentToolCallId":"call_task","toolRequests":[{"toolCallId":"call_sub","name":"view","arguments":{"path":"go.mod"}}]},"id":"g4","timestamp":"2026-06-09T10:00:03Z"}`,
+			`{"type":"tool.execution_complete","data":{"toolCallId":"call_sub","parentToolCallId":"call_task","success":true,"result":{"content":"module x"}},"id":"g5","timestamp":"2026-06-09T10:00:04Z"}`,
+			`{"type":"tool.execution_complete","data":{"toolCallId":"call_task","success":true,"result":{"content":"two packages"}},"id":"g6","timestamp":"2026-06-09T10:00:05Z"}`,
+			`{"type":"assistant.message","data":{"content":"It has two packages."},"id":"g7","timestamp":"2026-06-09T10:00:06Z"}`,
+		}, "\n") + "\n",
+	})
+	items, err := Copilot(filepath.Join(home, ".copilot"), ReadOptions{})
+	if err != nil || len(items) != 1 {
+		t.Fatalf("Copilot: %v, %d items", err, len(items))
+	}
+	s, _, err := items[0].Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range s.Messages {
+		mark := "-"
+		if a := m.SubAgent; a != nil {
+			mark = a.ID + "/" + a.Type + "/" + a.Description
+		}
+		got = append(got, m.ExternalID+":"+mark)
+	}
+	want := "g2:- g3:- call_task:- g4:call_task/explore/Map the packages call_sub:call_task/explore/Map the packages g7:-"
+	if strings.Join(got, " ") != want {
+		t.Errorf("messages and marks\n got %s\nwant %s", strings.Join(got, " "), want)
+	}
+}

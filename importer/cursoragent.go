@@ -145,8 +145,10 @@ func readCursorAgent(path string, maxPart int) (Session, []Problem, error) {
 			continue
 		}
 		subID := strings.TrimSuffix(e.Name(), filepath.Ext(e.Name()))
+		agent := &SubAgent{ID: subID}
 		for i := range sub {
 			sub[i].ExternalID = "sub-" + subID + "-" + sub[i].ExternalID
+			sub[i].SubAgent = agent
 		}
 		msgs = append(msgs, sub...)
 	}

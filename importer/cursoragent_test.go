@@ -117,6 +117,15 @@ func TestImportReadCursorAgent(t *testing.T) {
 	if len(flat.Messages) != 4 || flat.Messages[3].Text() != "explored" || flat.Messages[3].ExternalID != "chat-3-sub-s-9-2" {
 		t.Errorf("chat-3 with its sub-agent = %s", summary(flat))
 	}
+	// The sub-agents' messages are marked as theirs; the chat's own are not.
+	for _, s := range []Session{j, flat} {
+		for _, m := range s.Messages {
+			sub := strings.Contains(m.ExternalID, "-sub-")
+			if (m.SubAgent != nil) != sub || sub && !strings.Contains(m.ExternalID, "-sub-"+m.SubAgent.ID+"-") {
+				t.Errorf("%s: sub-agent mark %+v", m.ExternalID, m.SubAgent)
+			}
+		}
+	}
 	gone, _ := read("chat-4")
 	if gone.ProjectPath != "" || len(gone.Messages) != 1 {
 		t.Errorf("a project that no longer exists = %+v", gone)

@@ -117,7 +117,8 @@ func Gemini(dir string, opts ReadOptions) ([]Item, error) {
 		default:
 			continue
 		}
-		items = append(items, Item{Path: path, read: func() (Session, []Problem, error) { return readGemini(g, opts.maxPart()) }})
+		items = append(items, Item{Path: path, read: func() (Session, []Problem, error) { return readGemini(g, opts.maxPart()) },
+			follow: gmFollow(g, opts.maxPart())})
 	}
 	sort.Slice(items, func(i, j int) bool { return items[i].Path < items[j].Path })
 	return items, nil
@@ -268,48 +269,89 @@ type gmToolCall struct {
 	Status        string          `json:"status"`
 }
 
-// gmReader accumulates one session's messages from its files.
+// gmReader accumulates one session's messages from its files, a line at a
+// time for JSONL files (so a follower can feed it what was appended).
 type gmReader struct {
 	id      string
 	maxPart int
 	path    string
 	agent   *SubAgent
 	probs   []Problem
-	order   []string             // message ids in order of first appearance, per run
+	runs    []*gmRun             // the session's own messages, then each sub-agent's
+	cur     *gmRun               // the run of the file being read
 	byID    map[string]*gmRecord // the latest record of each id
-	starts  []int                // where each run (own files, then each sub-agent) starts in order
 	summary string
 	start   time.Time
 	end     time.Time
 	sub     map[string]*SubAgent // message id -> its sub-agent
 }
 
-func readGemini(g *gmGroup, maxPart int) (Session, []Problem, error) {
-	r := &gmReader{id: g.id, maxPart: maxPart, byID: map[string]*gmRecord{}, sub: map[string]*SubAgent{}}
+// gmRun is the messages of one writer (the session, or one sub-agent), ids
+// in order of first appearance: the session's files (a resumed session,
+// copies in two project directories) are one run.
+type gmRun struct {
+	owner string // "" for the session, else the sub-agent's id
+	order []string
+}
+
+func newGMReader(id string, maxPart int) *gmReader {
+	return &gmReader{id: id, maxPart: maxPart, byID: map[string]*gmRecord{}, sub: map[string]*SubAgent{}}
+}
+
+// gmBase is the session's fields that come from where its files are.
+func gmBase(g *gmGroup) Session {
 	s := Session{ExternalID: g.id, Source: SourceGemini}
-	r.starts = append(r.starts, 0)
-	for _, p := range g.files {
+	for _, p := range append(append([]string(nil), g.files...), g.agents...) {
 		if s.ProjectPath == "" && s.ProjectName == "" {
 			s.ProjectPath, s.ProjectName = g.projectOf(p)
-		}
-		if err := r.file(p, nil); err != nil {
-			return Session{}, r.probs, err
-		}
-	}
-	for _, p := range g.agents {
-		if s.ProjectPath == "" && s.ProjectName == "" {
-			s.ProjectPath, s.ProjectName = g.projectOf(p)
-		}
-		r.starts = append(r.starts, len(r.order))
-		agent := &SubAgent{ID: strings.TrimSuffix(filepath.Base(p), ".jsonl")}
-		if err := r.file(p, agent); err != nil {
-			r.probs = append(r.probs, Problem{Path: p, Err: "skipped sub-agent: " + err.Error()})
 		}
 	}
 	if s.ProjectPath != "" {
 		s.ProjectName = projectName(s.ProjectPath)
 	}
-	return r.session(s), r.probs, nil
+	return s
+}
+
+// gmAgent is the sub-agent of a file in chats/<parent>/<id>.jsonl.
+func gmAgent(p string) *SubAgent {
+	return &SubAgent{ID: strings.TrimSuffix(filepath.Base(p), ".jsonl")}
+}
+
+func readGemini(g *gmGroup, maxPart int) (Session, []Problem, error) {
+	r := newGMReader(g.id, maxPart)
+	for _, p := range g.files {
+		if err := r.file(p, nil); err != nil {
+			return Session{}, r.probs, err
+		}
+	}
+	for _, p := range g.agents {
+		if err := r.file(p, gmAgent(p)); err != nil {
+			r.probs = append(r.probs, Problem{Path: p, Err: "skipped sub-agent: " + err.Error()})
+		}
+	}
+	return r.session(gmBase(g)), r.probs, nil
+}
+
+// begin starts the lines of a file: the session's own (agent nil) or a
+// sub-agent's.
+func (r *gmReader) begin(p string, agent *SubAgent) {
+	r.path, r.agent = p, agent
+	owner := ""
+	if agent != nil {
+		owner = agent.ID
+	}
+	for _, run := range r.runs {
+		if run.owner == owner {
+			r.cur = run
+			return
+		}
+	}
+	r.cur = &gmRun{owner: owner}
+	if owner == "" { // the session's own run goes first
+		r.runs = append([]*gmRun{r.cur}, r.runs...)
+	} else {
+		r.runs = append(r.runs, r.cur)
+	}
 }
 
 func (r *gmReader) problem(n int, format string, args ...any) {
@@ -318,7 +360,7 @@ func (r *gmReader) problem(n int, format string, args ...any) {
 
 // file reads one session file, JSONL or a JSON document.
 func (r *gmReader) file(p string, agent *SubAgent) error {
-	r.path, r.agent = p, agent
+	r.begin(p, agent)
 	if strings.HasSuffix(p, ".jsonl") {
 		return readLines(p, r.line)
 	}
@@ -397,7 +439,7 @@ func (r *gmReader) meta(m *gmRecord) {
 
 func (r *gmReader) message(m *gmRecord) {
 	if _, seen := r.byID[m.ID]; !seen {
-		r.order = append(r.order, m.ID)
+		r.cur.order = append(r.cur.order, m.ID)
 	}
 	r.byID[m.ID] = m // a message is rewritten under its id while it streams
 	if r.agent != nil {
@@ -407,31 +449,28 @@ func (r *gmReader) message(m *gmRecord) {
 
 // rewind drops the message id and every later one of the current run.
 func (r *gmReader) rewind(id string) {
-	from := r.starts[len(r.starts)-1]
-	for i := from; i < len(r.order); i++ {
-		if r.order[i] != id {
+	run := r.cur
+	for i, got := range run.order {
+		if got != id {
 			continue
 		}
-		for _, gone := range r.order[i:] {
+		for _, gone := range run.order[i:] {
 			delete(r.byID, gone)
 			delete(r.sub, gone)
 		}
-		r.order = r.order[:i]
+		run.order = run.order[:i:i]
 		return
 	}
 }
 
+// session returns the session read so far, with s's fields; the reader can
+// go on.
 func (r *gmReader) session(s Session) Session {
-	var msgs []Message
-	starts := make([]int, 0, len(r.starts))
+	var runs [][]Message
 	var prompt string
-	for run, from := range r.starts {
-		to := len(r.order)
-		if run+1 < len(r.starts) {
-			to = r.starts[run+1]
-		}
-		starts = append(starts, len(msgs))
-		for _, id := range r.order[from:to] {
+	for _, run := range r.runs {
+		var msgs []Message
+		for _, id := range run.order {
 			rec := r.byID[id]
 			m, ok := r.convert(rec)
 			if !ok {
@@ -464,13 +503,16 @@ func (r *gmReader) session(s Session) Session {
 			}
 			msgs = append(msgs, m)
 		}
+		runs = append(runs, msgs)
 	}
-	for i := range msgs {
-		if msgs[i].CreatedAt.IsZero() {
-			msgs[i].CreatedAt = r.start
+	for _, msgs := range runs {
+		for i := range msgs {
+			if msgs[i].CreatedAt.IsZero() {
+				msgs[i].CreatedAt = r.start
+			}
 		}
 	}
-	s.Messages = mergeByTime(msgs, starts)
+	s.Messages = mergeRuns(runs)
 	s.Title = r.summary
 	if s.Title == "" && prompt != "" {
 		s.Title = Title(prompt)

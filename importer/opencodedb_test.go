@@ -38,7 +38,6 @@ func ocPartRow(id, msg, session, data string) string {
 	return "INSERT INTO part VALUES (" + sqlString(id) + ", " + sqlString(msg) + ", " + sqlString(session) + ", 0, 0, " + sqlString(data) + ")"
 }
 
-
 func TestImportReadOpenCodeDB(t *testing.T) {
 	home := t.TempDir()
 	db := filepath.Join(home, ".local", "share", "opencode", "opencode.db")

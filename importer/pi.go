@@ -1,12 +1,9 @@
 package importer
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -87,7 +84,8 @@ func Pi(root string, opts ReadOptions) ([]Item, error) {
 }
 
 func piItem(path string, opts ReadOptions) Item {
-	return Item{Path: path, read: func() (Session, []Problem, error) { return readPi(path, opts.maxPart()) }}
+	return Item{Path: path, read: func() (Session, []Problem, error) { return readPi(path, opts.maxPart()) },
+		follow: piFollow(path, opts.maxPart())}
 }
 
 type piEntry struct {
@@ -162,12 +160,7 @@ type piReader struct {
 	last    time.Time
 }
 
-func readPi(path string, maxPart int) (Session, []Problem, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return Session{}, nil, err
-	}
-	defer f.Close()
+func newPiReader(path string, maxPart int) *piReader {
 	r := &piReader{path: path, maxPart: maxPart, calls: map[string]int{}}
 	// Files are named <time>_<session id>.jsonl; the header has the id too.
 	base := strings.TrimSuffix(filepath.Base(path), ".jsonl")
@@ -175,18 +168,13 @@ func readPi(path string, maxPart int) (Session, []Problem, error) {
 		base = id
 	}
 	r.s = Session{ExternalID: base, Source: SourcePi}
-	br := bufio.NewReaderSize(f, 1<<20)
-	for n := 1; ; n++ {
-		line, err := br.ReadBytes('\n')
-		if len(bytes.TrimSpace(line)) > 0 {
-			r.line(n, line)
-		}
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return Session{}, r.probs, fmt.Errorf("read %s: %w", path, err)
-		}
+	return r
+}
+
+func readPi(path string, maxPart int) (Session, []Problem, error) {
+	r := newPiReader(path, maxPart)
+	if err := readLines(path, r.line); err != nil {
+		return Session{}, r.probs, err
 	}
 	return r.finish(), r.probs, nil
 }

@@ -60,7 +60,7 @@ func Qwen(dir string, opts ReadOptions) ([]Item, error) {
 				return Session{}, r.probs, err
 			}
 			return r.finish(), r.probs, nil
-		}}
+		}, follow: qwenFollow(p, opts.maxPart())}
 	}
 	return items, nil
 }

@@ -114,6 +114,10 @@ func (p Problem) String() string {
 type Item struct {
 	Path string // the file that defines the session
 	read func() (Session, []Problem, error)
+	// follow is set for sessions written as JSONL that only grows: the
+	// Watcher feeds their reader what is appended (follow.go). Others are
+	// re-read whole when they change.
+	follow *followSpec
 }
 
 // Read parses the session. Problems are parts of the input that were skipped;

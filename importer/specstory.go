@@ -127,8 +127,9 @@ func specStoryTime(s string) (time.Time, bool) {
 }
 
 // specStorySource maps the assistant a file names to the source its own
-// importer or plugin uses (the literals are the other readers' Source*
-// constants), so a SpecStory copy lands beside the original:
+// importer or plugin uses (the readers' Source constants; Factory Droid,
+// which has no reader, droid-sync's), so a SpecStory copy lands beside the
+// original:
 // the session comment's assistant first, else what the turn headers show
 // (Copilot's "copilot/..." models, Cursor's "model M, mode Agent" headers).
 func specStorySource(assistant string, models []string, cursorModes bool) string {
@@ -141,11 +142,11 @@ func specStorySource(assistant string, models []string, cursorModes bool) string
 	case strings.Contains(a, "claude"):
 		return SourceClaudeCode
 	case strings.Contains(a, "codex"):
-		return "codex-cli"
+		return SourceCodex
 	case strings.Contains(a, "gemini"):
-		return "gemini-cli"
+		return SourceGemini
 	case strings.Contains(a, "qwen"):
-		return "qwen-code"
+		return SourceQwen
 	case strings.Contains(a, "droid"), strings.Contains(a, "factory"):
 		return "factory-droid"
 	case a == "pi":

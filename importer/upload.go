@@ -30,6 +30,11 @@ type Options struct {
 	// Redact, when set, is applied to every session as soon as it is read,
 	// before anything of it is compared or sent (Redaction).
 	Redact func(*Session)
+	// done, when set, is told of each item whether all of it is on the
+	// server (sent or there already; a message the server refuses counts as
+	// done: sending it again would not change that). The Watcher moves its
+	// offsets by it.
+	done func(it Item, ok bool)
 }
 
 func (o Options) withDefaults() Options {
@@ -108,8 +113,12 @@ func Upload(ctx context.Context, c *Client, items []Item, opts Options) (*Summar
 		go func() {
 			defer wg.Done()
 			for it := range jobs {
-				if err := u.session(ctx, it); err != nil {
+				ok, err := u.session(ctx, it)
+				if err != nil {
 					cancel(err)
+				}
+				if o.done != nil {
+					o.done(it, ok)
 				}
 				bar.Add(1)
 			}
@@ -157,10 +166,11 @@ func fatal(err error) bool {
 		errors.As(err, &ue)
 }
 
-// session reads and uploads one item; it returns only fatal errors.
-func (u *uploader) session(ctx context.Context, it Item) error {
+// session reads and uploads one item and says whether all of it is on the
+// server; it returns only fatal errors.
+func (u *uploader) session(ctx context.Context, it Item) (ok bool, _ error) {
 	if ctx.Err() != nil {
-		return nil
+		return false, nil
 	}
 	s, probs, err := it.Read()
 	u.record(func(sum *Summary) { sum.Problems = append(sum.Problems, probs...) })
@@ -169,27 +179,27 @@ func (u *uploader) session(ctx context.Context, it Item) error {
 			sum.Problems = append(sum.Problems, Problem{Path: it.Path, Err: "skipped session: " + err.Error()})
 			sum.Sessions.Skipped++
 		})
-		return nil
+		return true, nil
 	}
 	if u.deleted[s.ExternalID] {
 		u.record(func(sum *Summary) { sum.Sessions.Deleted++ })
-		return nil
+		return true, nil
 	}
 	if len(s.Messages) == 0 {
 		u.record(func(sum *Summary) { sum.Sessions.Skipped++ })
-		return nil
+		return true, nil
 	}
 	if u.o.Redact != nil {
 		u.o.Redact(&s)
 	}
-	fail := func(what string, err error) error {
+	fail := func(what string, err error) (bool, error) {
 		u.record(func(sum *Summary) {
 			sum.Failures = append(sum.Failures, fmt.Sprintf("%s (%s): %s: %v", s.ExternalID, it.Path, what, err))
 		})
 		if fatal(err) {
-			return err
+			return false, err
 		}
-		return nil
+		return false, nil
 	}
 
 	remote, known := u.existing[s.ExternalID]
@@ -205,7 +215,7 @@ func (u *uploader) session(ctx context.Context, it Item) error {
 	}
 	if !sendSession && len(todo) == 0 {
 		u.record(func(sum *Summary) { sum.Sessions.Unchanged++; sum.Messages.Unchanged += len(s.Messages) })
-		return nil
+		return true, nil
 	}
 	var res sent
 	if u.sum.Batched {
@@ -232,7 +242,7 @@ func (u *uploader) session(ctx context.Context, it Item) error {
 	if err != nil {
 		return fail("upload stopped", err)
 	}
-	return nil
+	return true, nil
 }
 
 // sent is what one session's upload achieved.
@@ -361,16 +371,21 @@ func sessionChanged(r api.Session, s *Session) bool {
 // them, so an import after live sync finds them by text). A stored message
 // with fewer tool results than the local one is sent again (re-sending
 // replaces its parts): its tool call was stored before the result was
-// written, by an earlier import of a live session or by the plugin.
+// written, by an earlier import of a live session or by the plugin. So is
+// one whose stored text the local text continues (it was stored while the
+// assistant was still writing it: Gemini rewrites a message under its id as
+// it streams).
 func missing(local []Message, stored []api.Message) []Message {
 	localIDs := make(map[string]bool, len(local))
 	for _, m := range local {
 		localIDs[m.ExternalID] = true
 	}
-	results := make(map[string]int, len(stored)) // stored id -> its tool-result parts
-	userTexts := map[string]int{}                // stored user prompts no local message claims by id
+	results := make(map[string]int, len(stored))  // stored id -> its tool-result parts
+	texts := make(map[string]string, len(stored)) // stored id -> its text
+	userTexts := map[string]int{}                 // stored user prompts no local message claims by id
 	for _, m := range stored {
 		results[m.ExternalID] = storedResults(m)
+		texts[m.ExternalID] = storedText(m)
 		if m.Role == "user" && !localIDs[m.ExternalID] {
 			userTexts[strings.TrimSpace(storedText(m))]++
 		}
@@ -378,7 +393,7 @@ func missing(local []Message, stored []api.Message) []Message {
 	var out []Message
 	for _, m := range local {
 		if n, ok := results[m.ExternalID]; ok {
-			if m.toolResults() > n {
+			if m.toolResults() > n || grew(texts[m.ExternalID], m.Text()) {
 				out = append(out, m)
 			}
 			continue
@@ -392,4 +407,10 @@ func missing(local []Message, stored []api.Message) []Message {
 		out = append(out, m)
 	}
 	return out
+}
+
+// grew reports whether local continues the stored text: what a message
+// stored while it was being written looks like once it is complete.
+func grew(stored, local string) bool {
+	return stored != "" && len(local) > len(stored) && strings.HasPrefix(local, stored)
 }

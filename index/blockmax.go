@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -37,9 +38,13 @@ import (
 // all of a segment's postings still bounds the live ones), so the blocks
 // are built on a term's first query by a user in a segment and kept in a
 // blockCache, bounded in bytes, until they are the least recently used.
-// So are each segment's document lengths, each user's view of it and each
-// term's documents (for the document frequency, which counts every user's):
-// a query on warm caches reads no dictionary and decodes no posting list.
+// So are each segment's document lengths and chunk counts, each user's
+// view of it with the user's length totals, and, in a segment with
+// deletions, the user's live documents and their totals: a query on warm
+// caches reads no dictionary and decodes no posting list. The BM25
+// statistics are the user's own (scoring.go), and all of them come from
+// these entries: N and the length totals from the views, a term's
+// document frequency from its blocks (termBlocks.liveDocs).
 const (
 	// A block is one uint64 of a bitmap: its masks are single words.
 	blockShift = 6
@@ -88,9 +93,6 @@ type blockParts [parts]uint8
 // termBlocks is one term's postings in one user's documents of a segment
 // (userDocs), deleted ones included, in blocks of blockSize ranks.
 type termBlocks struct {
-	// all is the term's postings in the segment, every user's (deleted
-	// documents included): the document frequency counts them.
-	all uint64
 	// blk holds by block (dense: ids nil) or by ids index (sparse: ids
 	// lists the blocks with postings, ascending) what the term holds there.
 	blk  []blockInfo
@@ -99,9 +101,13 @@ type termBlocks struct {
 	tf   []uint8 // by posting: its term frequency, or 255: see big
 	big  map[uint32]uint32
 	// lens is nil when the segment's length field gives every posting's
-	// document length (documentLengths); otherwise it holds them by posting.
+	// document length (documentValues); otherwise it holds them by posting.
 	lens   []float64
 	avgdl0 float64
+	// live caches liveDocs: the segment's deletions it was counted with
+	// (their number, which only grows) in the high 32 bits, the count in
+	// the low ones; 0 when not yet counted.
+	live atomic.Uint64
 }
 
 // size is the memory tb holds, in bytes.
@@ -113,6 +119,28 @@ func (tb *termBlocks) size() int64 {
 // postings returns the number of the user's postings, deleted documents'
 // included.
 func (tb *termBlocks) postings() int { return len(tb.tf) }
+
+// liveDocs returns the number of the user's live documents holding the
+// term: its document frequency in the segment. ld is the user's live
+// documents in the segment, nil when the segment has no deletions.
+func (tb *termBlocks) liveDocs(ld *liveDocs) uint64 {
+	if ld == nil || ld.gone == 0 {
+		return uint64(len(tb.tf))
+	}
+	if v := tb.live.Load(); v != 0 && v>>32 == ld.deleted {
+		return v & math.MaxUint32
+	}
+	var n uint64
+	for i, bi := range tb.blk {
+		b := i
+		if tb.ids != nil {
+			b = int(tb.ids[i])
+		}
+		n += uint64(bits.OnesCount64(bi.mask & ld.masks[b]))
+	}
+	tb.live.Store(ld.deleted<<32 | n)
+	return n
+}
 
 // index returns where blk and part hold block b, false when the term has
 // no posting there (sparse).
@@ -149,7 +177,7 @@ func buildTermBlocks(seg segment.Segment, u *userDocs, term string, avgdl float6
 		return nil, err
 	}
 	blocks := u.blocks()
-	tb := &termBlocks{all: pl.Count(), ids: []uint32{}, avgdl0: avgdl}
+	tb := &termBlocks{ids: []uint32{}, avgdl0: avgdl}
 	var maximum float64        // of the last block
 	var partMax [parts]float64 // of the last block's eighths
 	closeBlock := func() {
@@ -268,6 +296,9 @@ func roundUp32(x float64) float32 {
 type userDocs struct {
 	docs []uint32 // by rank: the document's number in the segment
 	lens []uint32 // by rank: the document's length
+	// whole is the length totals of the user's documents, deleted ones
+	// included: the user's statistics in a segment without deletions.
+	whole lengthTotals
 	// masks holds the user's documents by segment block, and ranks the
 	// rank of each segment block's first one: rank looks a number up.
 	masks []uint64
@@ -276,15 +307,20 @@ type userDocs struct {
 }
 
 // buildUserDocs returns the view of seg of the user whose documents are
-// bm; segLens are seg's document lengths (documentLengths).
-func buildUserDocs(seg segment.Segment, segLens []uint32, bm *roaring.Bitmap) *userDocs {
+// bm; vals are seg's document values (documentValues).
+func buildUserDocs(seg segment.Segment, vals *docValues, bm *roaring.Bitmap) *userDocs {
+	if bm.IsEmpty() { // the user has no document here: no masks to keep
+		return &userDocs{}
+	}
 	blocks := (int(seg.Count()) + blockMask) >> blockShift
 	u := &userDocs{docs: bm.ToArray(), masks: denseMasks(bm, blocks), ranks: make([]uint32, blocks)}
 	u.lens = make([]uint32, len(u.docs))
+	u.whole.docs = uint64(len(u.docs))
 	for r, d := range u.docs {
-		if int(d) < len(segLens) {
-			u.lens[r] = segLens[d]
-		}
+		u.lens[r] = vals.at(vals.lens, d)
+		u.whole.total += uint64(u.lens[r])
+		u.whole.chunks += uint64(vals.at(vals.chunks, d))
+		u.whole.chunkTotal += uint64(vals.at(vals.chunkLens, d))
 	}
 	var n uint32
 	for b, m := range u.masks {
@@ -364,12 +400,80 @@ func (u *userDocs) size() int64 {
 	return 8*int64(len(u.docs)) + 12*int64(len(u.masks)) + 8*int64(len(u.full)) + 128
 }
 
-// documentLengths returns the length of each of seg's documents (deleted
-// ones included) from its fieldLength dictionary; 0 where a document has
+// liveDocs is a user's live documents in a segment with deletions, and
+// their length totals: the user's statistics there.
+type liveDocs struct {
+	deleted uint64   // the segment's deletions they were counted with
+	gone    uint64   // how many of them are the user's
+	masks   []uint64 // the live documents by rank, a word per block
+	totals  lengthTotals
+}
+
+// buildLiveDocs returns the documents of u (the user's view of seg, whose
+// document values are vals) that deleted (the segment's deletions, not
+// empty) leaves.
+func buildLiveDocs(u *userDocs, vals *docValues, deleted *roaring.Bitmap) *liveDocs {
+	ld := &liveDocs{deleted: deleted.GetCardinality(), masks: u.live(deleted), totals: u.whole}
+	for b, m := range ld.masks {
+		for gone := u.full[b] &^ m; gone != 0; gone &= gone - 1 {
+			r := b<<blockShift | bits.TrailingZeros64(gone)
+			d := u.docs[r]
+			ld.gone++
+			ld.totals.docs--
+			ld.totals.total -= uint64(u.lens[r])
+			ld.totals.chunks -= uint64(vals.at(vals.chunks, d))
+			ld.totals.chunkTotal -= uint64(vals.at(vals.chunkLens, d))
+		}
+	}
+	if ld.gone == 0 {
+		ld.masks = u.full // the deletions are other users'
+	}
+	return ld
+}
+
+// docValues is a segment's number fields by document (deleted ones
+// included): the length BM25 reads (fieldLength) and the chunks and their
+// total length (fieldChunks, fieldChunkLength); 0 where a document has
 // none.
-func documentLengths(seg segment.Segment) ([]uint32, error) {
+type docValues struct {
+	lens, chunks, chunkLens []uint32
+}
+
+// at returns vals[d], 0 beyond it.
+func (*docValues) at(vals []uint32, d uint32) uint32 {
+	if int(d) < len(vals) {
+		return vals[d]
+	}
+	return 0
+}
+
+// size is the memory v holds, in bytes.
+func (v *docValues) size() int64 {
+	return 4*int64(len(v.lens)+len(v.chunks)+len(v.chunkLens)) + 128
+}
+
+// documentValues reads seg's number fields by document.
+func documentValues(seg segment.Segment) (*docValues, error) {
+	v := &docValues{}
+	var err error
+	if v.lens, err = numberValues(seg, fieldLength); err != nil {
+		return nil, err
+	}
+	if v.chunks, err = numberValues(seg, fieldChunks); err != nil {
+		return nil, err
+	}
+	if v.chunkLens, err = numberValues(seg, fieldChunkLength); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// numberValues returns the value of each of seg's documents (deleted ones
+// included) in the number field name from its dictionary; 0 where a
+// document has none.
+func numberValues(seg segment.Segment, name string) ([]uint32, error) {
 	lens := make([]uint32, seg.Count())
-	d, err := seg.Dictionary(fieldLength)
+	d, err := seg.Dictionary(name)
 	if err != nil {
 		return nil, err
 	}
@@ -406,10 +510,10 @@ func documentLengths(seg segment.Segment) ([]uint32, error) {
 	}
 }
 
-// blockCache keeps the termBlocks (and document lengths) of an index's
-// segments, at most blockCacheBytes of them, dropping the least recently
-// used first. Concurrent queries that need the same blocks build them
-// once. It is safe for concurrent use; the zero value is ready.
+// blockCache keeps the termBlocks (and the users' views and the document
+// values) of an index's segments, at most blockCacheBytes of them,
+// dropping the least recently used first. Concurrent queries that need
+// the same blocks build them once. It is safe for concurrent use; the zero value is ready.
 type blockCache struct {
 	mu      sync.Mutex
 	entries map[blockKey]*blockEntry
@@ -420,9 +524,8 @@ type blockCache struct {
 }
 
 // blockKey names a term's blocks in a user's documents of a segment (kind
-// keyTerm, name the term), the segment's document lengths (keyLengths), a
-// user's view of it (keyUser) or the documents holding a term, every
-// user's (keyTermDocs, name the term).
+// keyTerm, name the term), the segment's document values (keyValues), a
+// user's view of it (keyUser) or the user's live documents in it (keyLive).
 type blockKey struct {
 	seg  segment.Segment
 	name string
@@ -434,14 +537,14 @@ type keyKind uint8
 
 const (
 	keyTerm keyKind = iota
-	keyLengths
+	keyValues
 	keyUser
-	keyTermDocs
+	keyLive
 )
 
 type blockEntry struct {
 	done chan struct{} // closed when val and err are set
-	val  any           // *termBlocks, []uint32 (lengths), *userDocs or *roaring.Bitmap
+	val  any           // *termBlocks, *docValues, *userDocs or *liveDocs
 	err  error
 	size int64
 	used uint64 // tick of the last use
@@ -547,16 +650,19 @@ func (c *blockCache) stats() (entries int, bytes, postings int64) {
 	return len(c.entries), c.bytes, postings
 }
 
-// lengths returns seg's document lengths (documentLengths), cached.
-func (c *blockCache) lengths(seg segment.Segment) ([]uint32, error) {
-	v, err := c.get(blockKey{seg: seg, kind: keyLengths}, nil, func() (any, int64, error) {
-		lens, err := documentLengths(seg)
-		return lens, 4 * int64(len(lens)), err
+// values returns seg's document values (documentValues), cached.
+func (c *blockCache) values(seg segment.Segment) (*docValues, error) {
+	v, err := c.get(blockKey{seg: seg, kind: keyValues}, nil, func() (any, int64, error) {
+		vals, err := documentValues(seg)
+		if err != nil {
+			return nil, 0, err
+		}
+		return vals, vals.size(), nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return v.([]uint32), nil
+	return v.(*docValues), nil
 }
 
 // termBlocks returns term's blocks in user's documents of seg (u), cached.
@@ -579,7 +685,7 @@ func (c *blockCache) termBlocks(seg segment.Segment, user string, u *userDocs, t
 // cached.
 func (c *blockCache) userDocs(seg segment.Segment, user string) (*userDocs, error) {
 	v, err := c.get(blockKey{seg: seg, user: user, kind: keyUser}, nil, func() (any, int64, error) {
-		lens, err := c.lengths(seg)
+		vals, err := c.values(seg)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -587,7 +693,7 @@ func (c *blockCache) userDocs(seg segment.Segment, user string) (*userDocs, erro
 		if err != nil {
 			return nil, 0, err
 		}
-		u := buildUserDocs(seg, lens, bm)
+		u := buildUserDocs(seg, vals, bm)
 		return u, u.size(), nil
 	})
 	if err != nil {
@@ -596,21 +702,32 @@ func (c *blockCache) userDocs(seg segment.Segment, user string) (*userDocs, erro
 	return v.(*userDocs), nil
 }
 
-// termDocs returns the documents of seg holding term, every user's and
-// deleted ones included, cached: the postings of deleted documents come
-// off the document frequency.
-func (c *blockCache) termDocs(seg segment.Segment, term string) (*roaring.Bitmap, error) {
-	v, err := c.get(blockKey{seg: seg, name: term, kind: keyTermDocs}, nil, func() (any, int64, error) {
-		bm, err := termDocs(seg, fieldText, term)
+// liveDocs returns the live documents of user in seg, whose view is u,
+// given the segment's deletions (not empty), cached until the segment has
+// lost more documents.
+func (c *blockCache) liveDocs(seg segment.Segment, user string, u *userDocs, deleted *roaring.Bitmap) (*liveDocs, error) {
+	n := deleted.GetCardinality()
+	stale := func(v any) bool { return v.(*liveDocs).deleted != n }
+	v, err := c.get(blockKey{seg: seg, user: user, kind: keyLive}, stale, func() (any, int64, error) {
+		vals, err := c.values(seg)
 		if err != nil {
 			return nil, 0, err
 		}
-		return bm, int64(bm.GetSizeInBytes()) + 128, nil
+		ld := buildLiveDocs(u, vals, deleted)
+		return ld, 8*int64(len(ld.masks)) + 128, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return v.(*roaring.Bitmap), nil
+	if ld := v.(*liveDocs); ld.deleted == n {
+		return ld, nil
+	}
+	// Built for another snapshot's deletions while this one waited.
+	vals, err := c.values(seg)
+	if err != nil {
+		return nil, err
+	}
+	return buildLiveDocs(u, vals, deleted), nil
 }
 
 // termDocs returns the documents of seg whose field holds term, deleted

@@ -40,15 +40,16 @@ func TestTermBlocksHoldEveryPosting(t *testing.T) {
 	users, _ := putGenCorpus(t, ix, 600)
 	segs, release := snapshotSegments(t, ix)
 	defer release()
-	avgdl, err := ix.sessionLengths.avgLength(segs)
+	all, err := ix.sessionLengths.totals(segs)
 	if err != nil {
 		t.Fatal(err)
 	}
+	avgdl := all.meanLength()
 	common := []string{"the", "error", "test", "retri", "backoff", "parseconfigfil", "webhook", "nosuchterm"}
 	checked, converted := 0, 0
 	for _, s := range segs {
 		seg := s.Segment()
-		lens, err := documentLengths(seg)
+		vals, err := documentValues(seg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,7 +71,7 @@ func TestTermBlocksHoldEveryPosting(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			views[i] = buildUserDocs(seg, lens, bm)
+			views[i] = buildUserDocs(seg, vals, bm)
 		}
 		for _, term := range terms {
 			pl, err := dict.PostingsList([]byte(term), nil, nil)
@@ -80,8 +81,8 @@ func TestTermBlocksHoldEveryPosting(t *testing.T) {
 			held := 0
 			for _, u := range views {
 				tb := checkTermBlocks(t, seg, u, pl, term, avgdl)
-				if tb.all != pl.Count() {
-					t.Fatalf("%q: %d postings in the segment, blocks say %d", term, pl.Count(), tb.all)
+				if tb.liveDocs(nil) != uint64(tb.postings()) {
+					t.Fatalf("%q: %d postings, %d documents", term, tb.postings(), tb.liveDocs(nil))
 				}
 				held += tb.postings()
 				converted++
@@ -116,7 +117,7 @@ func checkTermBlocks(t *testing.T, seg segment.Segment, u *userDocs, pl segment.
 	}
 	// The other form holds the same blocks.
 	blocks := u.blocks()
-	other := *tb
+	other := termBlocks{blk: tb.blk, part: tb.part, ids: tb.ids} // what setForm reads and writes
 	other.setForm(blocks, tb.ids != nil)
 	parts := func(tb *termBlocks, b int) blockParts {
 		if i, ok := tb.index(b); ok {
@@ -214,7 +215,7 @@ func TestBlockCache(t *testing.T) {
 
 	// Eviction: the limit holds, and the entry used last stays.
 	entries, bytes, _ := c.stats()
-	if entries != 4 { // the lengths, the user's documents, "the" and "nosuchterm"
+	if entries != 4 { // the document values, the user's documents, "the" and "nosuchterm"
 		t.Fatalf("%d entries, want 4", entries)
 	}
 	c.setLimit(bytes - 1)
@@ -240,8 +241,8 @@ func TestBlockCache(t *testing.T) {
 		n int
 	}
 	for n := range 12 {
-		dead := blockKey{seg: deadSegment{n: n}, kind: keyLengths}
-		if _, err := c.get(dead, nil, func() (any, int64, error) { return []uint32{}, 1, nil }); err != nil {
+		dead := blockKey{seg: deadSegment{n: n}, kind: keyValues}
+		if _, err := c.get(dead, nil, func() (any, int64, error) { return &docValues{}, 1, nil }); err != nil {
 			t.Fatal(err)
 		}
 	}

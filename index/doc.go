@@ -18,10 +18,12 @@
 //
 // Put replaces everything previously indexed for a session (idempotent, so
 // a pipeline may redo a batch after a crash); Delete removes sessions.
-// Every query names its user: each Bleve query is a conjunction of a
-// keyword term on userId (boost 0, so it filters without scoring) and the
-// text query, and a hit whose document id names another owner is an error,
-// not a result.
+// Every query names its user: only the user's documents are candidates (a
+// Bleve query for phrases and exclusions is a conjunction of a keyword
+// term on userId and the text query), a hit whose document id names
+// another owner is an error, not a result, and the statistics every score
+// is computed with are the user's own (see Scoring): another user's
+// documents change neither a user's results nor the scores shown.
 //
 // # Analysis
 //
@@ -52,11 +54,18 @@
 // FTS5 compute it): per distinct query term, idf = ln(1 + (N − df + 0.5) /
 // (df + 0.5)) times tf·(k1+1) / (tf + k1·(1 − b + b·|d|/avgdl)), k1 1.2,
 // b 0.75, summed; no query norm, no coordination factor. |d| is the number
-// of tokens the analyzer emitted for the document; avgdl their mean over the
-// live documents, summed per segment from a keyword field holding each
-// document's length (fieldLength) and cached until the segment changes.
-// Every term's contribution is below idf·(k1+1): the bound pruning (see
-// Performance) works with.
+// of tokens the analyzer emitted for the document. N, df and avgdl are
+// the querying user's: N the user's live documents, df(t) those of them
+// holding t, avgdl the mean |d| over them, from a keyword field holding
+// each document's length (fieldLength), read once per segment. So are
+// the chunk statistics and which words count as frequent (below), so a
+// user's results and scores are those the user would get alone on the
+// server (TestTenantStatistics). Computed over every user's documents, as
+// they were before, they let another user's corpus move a user's
+// ranking, and the scores (which explain and the MCP search tool return)
+// told whether other users' sessions held a word. Every term's
+// contribution is below idf·(k1+1): the bound pruning (see Performance)
+// works with.
 //
 // It replaced Bleve's BM25 variant, which takes sqrt(tf), weights each term
 // by idf twice (its BM25 idf times idf·queryNorm), multiplies a disjunction
@@ -99,9 +108,12 @@
 // document.
 //
 // A disjunction costs the sum of its posting lists, so when a query mixes
-// words found in more than a tenth of the documents with rarer ones, a
-// document must also contain a rarer one (wordsPlan; measured on SciFact
-// and CoSQA: nDCG@10 and Recall@100 unchanged).
+// words found in more than a tenth of the user's documents with rarer
+// ones, a document must also contain a rarer one (wordsPlan; measured on
+// SciFact and CoSQA: nDCG@10 and Recall@100 unchanged). The tenth is of
+// the user's documents: a word another user wrote everywhere does not
+// make the user's query drop the user's documents holding only that word
+// (TestTenantFrequentWords).
 //
 // Measured with relevance_test.go (HINDSIGHT_RELEVANCE=1), Kind Sessions,
 // limit 100, defaults:
@@ -135,9 +147,10 @@
 //   - Chunks (Kind Chunks, what /api/context reads). The best
 //     chunkSessions(limit) sessions for the query's words are found in the
 //     index, their chunks read from the TextSource, analysed and scored
-//     with BM25: each term's idf over the sessions, and the mean chunk
-//     length, which the session documents carry as two number fields
-//     (fieldChunks, fieldChunkLength). Reading 25 sessions costs a few
+//     with BM25: each term's idf over the user's sessions, and the mean
+//     length of the user's chunks, which the session documents carry as
+//     two number fields (fieldChunks, fieldChunkLength); both come from
+//     the session search, on the same snapshot. Reading 25 sessions costs a few
 //     milliseconds; the context endpoint returns a handful of sessions by
 //     their best chunk, so a chunk of a session far down the session
 //     ranking is not missed in practice.
@@ -187,18 +200,22 @@
 // document's posting in a block is then a bit test and a count of the
 // bits below it. Terms with postings in under a quarter of the blocks keep
 // only those blocks (binary search); a term the user's documents lack is
-// cached as empty. The term's postings of every user are counted when the
-// blocks are built, for the document frequency, which is global. Each
-// user's view (rank to document, document to rank, lengths by rank) is
-// cached too, so a query on warm caches reads no dictionary and decodes no
-// posting list. Segments are immutable (deletions only hide documents, so
-// the maxima still bound the live ones; a query masks the deleted
-// documents out of the user's, and takes them off the document
-// frequencies through a cached bitmap of each term's documents, only in
-// segments with deletions), and the entries are kept in a cache bounded
-// to blockCacheBytes per index, least recently used out first, the
-// entries of merged-away segments dropped once they outnumber the live
-// ones.
+// cached as empty, and a segment without any of the user's documents is
+// not read. Each user's view (rank to document, document to rank, lengths
+// by rank, and the totals of the user's lengths and chunks) is cached
+// too, so a query on warm caches reads no dictionary and decodes no
+// posting list: the user's N and avgdl are sums of the views' totals over
+// the segments, a term's df the number of its postings in the user's
+// blocks. Segments are immutable (deletions only hide documents, so the
+// maxima still bound the live ones). In a segment with deletions, the
+// user's live documents (a word per block) and their totals are cached
+// per (segment, user) until the segment loses more documents, and a
+// term's df there is the count of its blocks' masks and the live ones,
+// cached in the term's blocks for that number of deletions: the warm path
+// does no work in proportion to the user's documents. The entries are
+// kept in a cache bounded to blockCacheBytes per index, least recently
+// used out first, the entries of merged-away segments dropped once they
+// outnumber the live ones.
 //
 // A query goes through each segment block by block, all its words' entries
 // for a block read together: the user's live documents, narrowed by the
@@ -260,9 +277,8 @@
 //
 // # Caveats
 //
-//   - BM25 statistics (document frequencies, average length) are global
-//     across users. Results are strictly per user, but a user's scores
-//     (visible with Explain) depend slightly on other users' text.
+//   - The statistics being per user, a user with few sessions gets the
+//     noisy idf of a small collection, as the user would alone.
 //   - Phrases, snippets and chunks read the TextSource: a session written
 //     to the records but not yet re-indexed is checked and scored on its
 //     new text, ranked by its old document (the pipeline catches up).

@@ -117,9 +117,9 @@ func (o Options) titleRepeat() (int, error) {
 // no positions and no text. Phrases are checked on the hits' text, and
 // chunks (Kind Chunks) are scored from the text of the best sessions (see
 // searchChunks): positions and chunk documents made the index 3.4 times the
-// text it indexes, without them it is a fifth of it (doc.go). Statistics
-// are over all users (document frequencies and average length are
-// global); only the result set is per user.
+// text it indexes, without them it is a fifth of it (doc.go). Results and
+// scores are per user: the BM25 statistics are computed over the querying
+// user's live documents only (scoring.go).
 //
 // A search sees a consistent snapshot that includes every Put and Delete
 // that returned before it started; the text it reads for phrases and
@@ -142,6 +142,12 @@ type Index struct {
 // not exist. The caller must Close it. Only one process may open a directory
 // at a time.
 func Open(dir string, opts Options) (*Index, error) {
+	return open(dir, opts, nil)
+}
+
+// open is Open with Bleve's runtime configuration config (nil: Bleve's
+// defaults; tests set a merge plan).
+func open(dir string, opts Options, config map[string]any) (*Index, error) {
 	repeat, err := opts.titleRepeat()
 	if err != nil {
 		return nil, err
@@ -159,7 +165,7 @@ func Open(dir string, opts Options) (*Index, error) {
 		ix.stored, stored = true, []string{fieldTitle, fieldBody, fieldChunk}
 	}
 	var created bool
-	ix.sessions, created, err = openOrCreate(filepath.Join(dir, "sessions.bleve"), newMapping(stored))
+	ix.sessions, created, err = openOrCreate(filepath.Join(dir, "sessions.bleve"), newMapping(stored), config)
 	if err != nil {
 		return nil, err
 	}
@@ -173,10 +179,10 @@ func Open(dir string, opts Options) (*Index, error) {
 	return ix, nil
 }
 
-func openOrCreate(path string, m mapping.IndexMapping) (idx bleve.Index, created bool, err error) {
-	idx, err = bleve.Open(path)
+func openOrCreate(path string, m mapping.IndexMapping, config map[string]any) (idx bleve.Index, created bool, err error) {
+	idx, err = bleve.OpenUsing(path, config)
 	if errors.Is(err, bleve.ErrorIndexPathDoesNotExist) {
-		idx, err = bleve.New(path, m)
+		idx, err = bleve.NewUsing(path, m, bleve.Config.DefaultIndexType, bleve.Config.DefaultKVStore, config)
 		created = true
 	}
 	if err != nil {

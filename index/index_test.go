@@ -126,12 +126,18 @@ func TestUserIsolation(t *testing.T) {
 			})
 		}
 	}
-	// The user clause restricts without scoring: identical documents of
-	// users with different numbers of documents score the same.
-	a := search(t, ix, Query{UserID: "alice", Text: "flaky handshake"})
-	b := search(t, ix, Query{UserID: "bob", Text: "flaky handshake"})
-	if len(a) != 1 || len(b) != 1 || a[0].Score != b[0].Score || a[0].Score <= 0 {
-		t.Errorf("scores of identical documents differ by user: %+v vs %+v", a, b)
+	// The user clause restricts without scoring, and the statistics are
+	// the user's: alice scores as she would alone.
+	solo := openTest(t, "")
+	put(t, solo,
+		chunked("alice", "s1", "Flaky auth test", "the auth test fails on CI", "retry the auth handshake"),
+		chunked("alice", "s2", "Parser bug", "parseConfigFile panics on empty input"))
+	for _, text := range []string{"flaky handshake", "auth", "auth parser"} {
+		a := search(t, ix, Query{UserID: "alice", Text: text})
+		b := search(t, solo, Query{UserID: "alice", Text: text})
+		if len(a) == 0 || !reflect.DeepEqual(a, b) {
+			t.Errorf("%q: alice's hits beside others' %+v, alone %+v", text, a, b)
+		}
 	}
 	if _, err := ix.Search(context.Background(), Query{Text: "auth"}); err == nil || errors.Is(err, ErrBadQuery) {
 		t.Errorf("search without user: err = %v, want a non-ErrBadQuery error", err)

@@ -69,11 +69,11 @@ func TestPruningMatchesExhaustive(t *testing.T) {
 			t.Logf("deleted %d sessions; segments now %d", len(deleted), segmentCount(t, ix))
 		}
 		eval := func(ev evaluation) ([]docHit, uint64) {
-			docs, total, err := searchWords(ctx, ix.sessions, &ix.sessionLengths, user, pq, limit, ev)
+			res, err := searchWords(ctx, ix.sessions, &ix.sessionLengths, user, pq, limit, ev)
 			if err != nil {
 				t.Fatalf("%q: %v", text, err)
 			}
-			return docs, total
+			return res.docs, res.total
 		}
 		want, wantTotal := eval(evaluation{workers: 1, exhaustive: true})
 		before := dropped.Load()

@@ -19,11 +19,14 @@ import (
 //	score(d) = Σ_{t∈T, tf(t,d)>0} idf(t) · tf·(k1+1) / (tf + k1·(1 − b + b·|d|/avgdl))
 //	idf(t)   = ln(1 + (N − df(t) + 0.5) / (df(t) + 0.5))
 //
-// with N the live documents of the index (all users), df(t) the live
-// documents holding t, tf the occurrences of t in d's scored text, |d| the
-// length of that text in words (lengthOf) and avgdl the mean |d| over the
-// live documents. Each term's contribution is below idf(t)·(k1+1), a clean
-// upper bound for dynamic pruning (MaxScore, WAND).
+// with tf the occurrences of t in d's scored text and |d| the length of
+// that text in words (lengthOf). The statistics are the querying user's:
+// N is the user's live documents, df(t) those of them holding t and avgdl
+// the mean |d| over them. Another user's documents change none of them, so
+// they change neither a user's ranking nor the scores a user is shown
+// (userLengths, lookUpBlocks, lookUpWords). Each term's contribution is
+// below idf(t)·(k1+1), a clean upper bound for dynamic pruning (MaxScore,
+// WAND).
 //
 // The parameters are the usual defaults, not fitted to any dataset: they
 // measured within ±0.003 nDCG@10 of the best of a small grid on SciFact
@@ -115,92 +118,108 @@ func numberField(name string, n int) *document.TextField {
 	return document.NewTextFieldCustom(name, nil, []byte(strconv.Itoa(n)), keywordOpts, nil)
 }
 
-// segmentLengths is one segment's (or an index's) live documents, their
-// total length, their chunks and the chunks' total length.
-type segmentLengths struct {
-	deleted            uint64 // the deletions they were counted with
+// lengthTotals is what BM25 reads of a set of live documents (a user's,
+// or a segment's): how many they are, their total length, their chunks and
+// the chunks' total length.
+type lengthTotals struct {
 	docs, total        uint64
 	chunks, chunkTotal uint64
 }
 
-// lengthCache keeps what queries learn about an index's segments: their
-// length totals and (blocks) the block maxima of the query terms.
-// Segments are immutable but for deletions, so a total is recounted only
-// when a segment is new or has lost documents. It is safe for concurrent
-// use.
+func (t *lengthTotals) add(o lengthTotals) {
+	t.docs += o.docs
+	t.total += o.total
+	t.chunks += o.chunks
+	t.chunkTotal += o.chunkTotal
+}
+
+// meanLength is avgdl: the documents' mean length, 1 when there is none.
+func (t lengthTotals) meanLength() float64 {
+	if t.docs == 0 || t.total == 0 {
+		return 1
+	}
+	return float64(t.total) / float64(t.docs)
+}
+
+// meanChunkLength is the chunks' mean length, which chunk scores are
+// normalised by; 1 when there is none.
+func (t lengthTotals) meanChunkLength() float64 {
+	if t.chunks == 0 || t.chunkTotal == 0 {
+		return 1
+	}
+	return float64(t.chunkTotal) / float64(t.chunks)
+}
+
+// lengthCache keeps what queries learn about an index's segments: the
+// length totals of their live documents, every user's (Index.Count), and
+// (blocks) each user's view of them and the block maxima of the query
+// terms, with which queries compute their user's statistics. Segments are
+// immutable but for deletions, so a total is recounted only when a segment
+// is new or has lost documents. It is safe for concurrent use.
 type lengthCache struct {
 	mu     sync.Mutex
-	segs   map[segment.Segment]segmentLengths
+	segs   map[segment.Segment]segmentTotals
 	blocks blockCache
 }
 
-// avgLength returns the mean length of the live documents of segs.
-func (c *lengthCache) avgLength(segs []*scorch.SegmentSnapshot) (float64, error) {
-	t, err := c.totals(segs)
-	if err != nil || t.docs == 0 || t.total == 0 {
-		return 1, err
-	}
-	return float64(t.total) / float64(t.docs), nil
+// segmentTotals is the totals of a segment's live documents, counted with
+// deleted deletions.
+type segmentTotals struct {
+	deleted uint64
+	lengthTotals
 }
 
-// avgChunkLength returns the mean length of the chunks of the live
-// documents of segs.
-func (c *lengthCache) avgChunkLength(segs []*scorch.SegmentSnapshot) (float64, error) {
-	t, err := c.totals(segs)
-	if err != nil || t.chunks == 0 || t.chunkTotal == 0 {
-		return 1, err
-	}
-	return float64(t.chunkTotal) / float64(t.chunks), nil
-}
-
-// totals adds up the lengths of the live documents of segs.
-func (c *lengthCache) totals(segs []*scorch.SegmentSnapshot) (segmentLengths, error) {
-	var t segmentLengths
+// totals adds up the lengths of the live documents of segs, every user's.
+func (c *lengthCache) totals(segs []*scorch.SegmentSnapshot) (lengthTotals, error) {
+	var t lengthTotals
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.segs == nil || len(c.segs) > 2*len(segs)+16 { // drop merged-away segments
-		c.segs = make(map[segment.Segment]segmentLengths, len(segs))
+		c.segs = make(map[segment.Segment]segmentTotals, len(segs))
 	}
 	for _, s := range segs {
 		var deleted uint64
 		if d := s.Deleted(); d != nil {
 			deleted = d.GetCardinality()
 		}
-		sl, ok := c.segs[s.Segment()]
-		if !ok || sl.deleted != deleted {
-			var err error
-			if sl, err = countLengths(s.Segment(), s.Deleted()); err != nil {
+		st, ok := c.segs[s.Segment()]
+		if !ok || st.deleted != deleted {
+			lt, err := countLengths(s.Segment(), s.Deleted(), nil)
+			if err != nil {
 				return t, err
 			}
-			sl.deleted = deleted
-			c.segs[s.Segment()] = sl
+			st = segmentTotals{deleted: deleted, lengthTotals: lt}
+			c.segs[s.Segment()] = st
 		}
-		t.docs += sl.docs
-		t.total += sl.total
-		t.chunks += sl.chunks
-		t.chunkTotal += sl.chunkTotal
+		t.add(st.lengthTotals)
 	}
 	return t, nil
 }
 
-// countLengths adds up the lengths of a segment's live documents from its
-// number fields' dictionaries.
-func countLengths(seg segment.Segment, deleted *roaring.Bitmap) (segmentLengths, error) {
-	var sl segmentLengths
+// countLengths adds up the lengths of a segment's live documents (only
+// those in only, when it is not nil) from its number fields'
+// dictionaries. Documents without a length count as documents of length 0
+// when only is given, and not at all otherwise.
+func countLengths(seg segment.Segment, deleted, only *roaring.Bitmap) (lengthTotals, error) {
+	var lt lengthTotals
 	var err error
-	if sl.docs, sl.total, err = sumField(seg, deleted, fieldLength); err != nil {
-		return sl, err
+	if lt.docs, lt.total, err = sumField(seg, deleted, only, fieldLength); err != nil {
+		return lt, err
 	}
-	if _, sl.chunks, err = sumField(seg, deleted, fieldChunks); err != nil {
-		return sl, err
+	if only != nil {
+		lt.docs = only.GetCardinality()
 	}
-	_, sl.chunkTotal, err = sumField(seg, deleted, fieldChunkLength)
-	return sl, err
+	if _, lt.chunks, err = sumField(seg, deleted, only, fieldChunks); err != nil {
+		return lt, err
+	}
+	_, lt.chunkTotal, err = sumField(seg, deleted, only, fieldChunkLength)
+	return lt, err
 }
 
-// sumField returns how many live documents of seg have a value in the
-// number field name, and the sum of their values.
-func sumField(seg segment.Segment, deleted *roaring.Bitmap, name string) (docs, sum uint64, err error) {
+// sumField returns how many live documents of seg (of those in only, when
+// it is not nil) have a value in the number field name, and the sum of
+// their values.
+func sumField(seg segment.Segment, deleted, only *roaring.Bitmap, name string) (docs, sum uint64, err error) {
 	d, err := seg.Dictionary(name)
 	if err != nil {
 		return 0, 0, err
@@ -223,6 +242,9 @@ func sumField(seg segment.Segment, deleted *roaring.Bitmap, name string) (docs, 
 			return 0, 0, err
 		}
 		n := pl.Count()
+		if only != nil {
+			n = postingsBitmap(pl).AndCardinality(only)
+		}
 		docs += n
 		sum += n * v
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis"
-	"github.com/blevesearch/bleve/v2/index/scorch"
 )
 
 // Kind selects which documents a query searches.
@@ -74,11 +73,19 @@ type Hit struct {
 // first (equal scores by session id, then ordinal). It returns an error
 // wrapping ErrBadQuery when q.Text has nothing to search for.
 //
+// The hits and their scores depend on the user's live documents only: the
+// BM25 statistics are the user's (scoring.go).
+//
 // Sessions are evaluated on the index segments directly (searchWords);
 // phrases and multi-word exclusions are then checked on the hits' text
 // (searchSessions). Chunks are scored from the text of the best sessions
 // (searchChunks).
 func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
+	return ix.search(ctx, q, evaluation{})
+}
+
+// search is Search with the evaluation ev (tests turn pruning off).
+func (ix *Index) search(ctx context.Context, q Query, ev evaluation) ([]Hit, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -104,9 +111,9 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 	var hits []Hit
 	var total uint64
 	if q.Kind == Chunks {
-		hits, total, err = ix.searchChunks(ctx, q, pq, limit)
+		hits, total, err = ix.searchChunks(ctx, q, pq, limit, ev)
 	} else {
-		hits, total, err = ix.searchSessions(ctx, q, pq, limit)
+		hits, total, err = ix.searchSessions(ctx, q, pq, limit, ev)
 	}
 	if err != nil {
 		return nil, ix.searchErr(ctx, q.Kind, err)
@@ -142,7 +149,7 @@ const (
 )
 
 // searchSessions returns the best sessions of pq, checked and explained.
-func (ix *Index) searchSessions(ctx context.Context, q Query, pq parsedQuery, limit int) ([]Hit, uint64, error) {
+func (ix *Index) searchSessions(ctx context.Context, q Query, pq parsedQuery, limit int, ev evaluation) ([]Hit, uint64, error) {
 	check := pq.needsCheck()
 	fetch := limit
 	if check {
@@ -150,14 +157,15 @@ func (ix *Index) searchSessions(ctx context.Context, q Query, pq parsedQuery, li
 	}
 	// The total is for the debug log only: counting the documents pruning
 	// skipped costs a union of posting bitmaps.
-	ev := ix.log.Debug()
-	countAll := ev.Enabled()
-	ev.Discard()
+	debug := ix.log.Debug()
+	ev.countAll = debug.Enabled()
+	debug.Discard()
 	for {
-		docs, total, err := searchWords(ctx, ix.sessions, &ix.sessionLengths, q.UserID, pq, fetch, evaluation{countAll: countAll})
+		res, err := searchWords(ctx, ix.sessions, &ix.sessionLengths, q.UserID, pq, fetch, ev)
 		if err != nil {
 			return nil, 0, err
 		}
+		docs, total := res.docs, res.total
 		hits, err := sessionHits(q.UserID, docs)
 		if err != nil {
 			return nil, 0, err
@@ -239,8 +247,9 @@ func (ix *Index) texts(ctx context.Context, userID string, hits []Hit, bodyBytes
 // Chunk search. There are no chunk documents: the best sessions for the
 // query's words (and phrases' words) are found in the index, and their
 // chunks, read from the TextSource, are analysed and scored with BM25:
-// the terms' idf of the sessions index and the mean chunk length of the
-// index (fieldChunkLength / fieldChunks). Phrases and exclusions are
+// the terms' idf over the user's live sessions and the mean length of
+// their chunks (fieldChunkLength / fieldChunks), the statistics the
+// session search computed on the same snapshot. Phrases and exclusions are
 // checked per chunk, as on chunk documents. A chunk outside the best
 // sessions is not found: chunkSessions(limit) sessions are read, enough
 // for the context endpoint, which returns a few sessions by their best
@@ -251,15 +260,15 @@ func chunkSessions(limit int) int {
 }
 
 // searchChunks returns the best chunks of pq among the best sessions.
-func (ix *Index) searchChunks(ctx context.Context, q Query, pq parsedQuery, limit int) ([]Hit, uint64, error) {
+func (ix *Index) searchChunks(ctx context.Context, q Query, pq parsedQuery, limit int, ev evaluation) ([]Hit, uint64, error) {
 	// Exclusions apply to chunks, not to their sessions, and a session
 	// need only hold a phrase's words: the chunks are checked below.
 	sq := parsedQuery{Terms: pq.Terms, Phrases: pq.Phrases}
-	docs, _, err := searchWords(ctx, ix.sessions, &ix.sessionLengths, q.UserID, sq, chunkSessions(limit), evaluation{})
-	if err != nil || len(docs) == 0 {
+	res, err := searchWords(ctx, ix.sessions, &ix.sessionLengths, q.UserID, sq, chunkSessions(limit), ev)
+	if err != nil || len(res.docs) == 0 {
 		return nil, 0, err
 	}
-	sessions, err := sessionHits(q.UserID, docs)
+	sessions, err := sessionHits(q.UserID, res.docs)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -267,11 +276,8 @@ func (ix *Index) searchChunks(ctx context.Context, q Query, pq parsedQuery, limi
 	if err != nil {
 		return nil, 0, err
 	}
-	terms := pq.scoredTerms()
-	w, err := ix.chunkWeights(terms)
-	if err != nil {
-		return nil, 0, err
-	}
+	terms := sq.scoredTerms() // res.df's order
+	w := chunkWeights(res)
 	slot := make(map[string]int, len(terms))
 	for j, t := range terms {
 		slot[t] = j
@@ -317,33 +323,22 @@ func (ix *Index) searchChunks(ctx context.Context, q Query, pq parsedQuery, limi
 	return hits[:min(limit, len(hits))], total, nil
 }
 
-// chunkScoring is what chunk scores need from the index: each term's idf
-// and the mean chunk length.
+// chunkScoring is what chunk scores need: each term's idf and the mean
+// chunk length.
 type chunkScoring struct {
-	idf   []float64 // by term, as given
+	idf   []float64 // by term of scoredTerms
 	avgdl float64
 }
 
-// chunkWeights reads the terms' document frequencies and the chunk
-// statistics from a snapshot of the index.
-func (ix *Index) chunkWeights(terms []string) (chunkScoring, error) {
-	w := chunkScoring{idf: make([]float64, len(terms))}
-	err := ix.snapshot(func(snap *scorch.IndexSnapshot) error {
-		n, err := snap.DocCount()
-		if err != nil {
-			return err
-		}
-		ws, err := lookUpWords(snap.Segments(), "", terms)
-		if err != nil {
-			return err
-		}
-		for j := range terms {
-			w.idf[j] = bm25IDF(n, ws.words[j].df)
-		}
-		w.avgdl, err = ix.sessionLengths.avgChunkLength(snap.Segments())
-		return err
-	})
-	return w, err
+// chunkWeights returns the chunk statistics of the user's live sessions
+// that the session search res was computed with: each term's idf over the
+// sessions, and their chunks' mean length.
+func chunkWeights(res wordsResult) chunkScoring {
+	w := chunkScoring{idf: make([]float64, len(res.df)), avgdl: res.lengths.meanChunkLength()}
+	for j, df := range res.df {
+		w.idf[j] = bm25IDF(res.lengths.docs, df)
+	}
+	return w
 }
 
 // matchesQuery reports whether a document of the given texts satisfies the
@@ -399,9 +394,9 @@ func (ix *Index) searchErr(ctx context.Context, kind Kind, err error) error {
 	return fmt.Errorf("index: search %s: %w", kind, err)
 }
 
-// frequentTermShare is the share of an index's documents above which a
-// query term counts as frequent (see wordsQuery). Measured on SciFact and
-// CoSQA, where 0.1 leaves nDCG@10 unchanged. Indexes under
+// frequentTermShare is the share of a user's documents above which a
+// query term counts as frequent (see wordsPlan). Measured on SciFact and
+// CoSQA, where 0.1 leaves nDCG@10 unchanged. Users with fewer than
 // minDocsForFrequent documents are fast enough without a plan.
 const (
 	frequentTermShare  = 0.1
@@ -414,9 +409,10 @@ type wordsPlan struct {
 	selective map[string]bool // non-nil: a document must contain one of these terms
 }
 
-// planFromFrequencies decides the plan from the number of documents n
-// and each plain word's document frequency (over all users, like the BM25
-// statistics): when the words mix frequent ones (in more than
+// planFromFrequencies decides the plan from the number of the user's
+// live documents n and each plain word's document frequency among them
+// (the user's, like the BM25 statistics, so that no other user's
+// documents change which of the user's documents match): when the words mix frequent ones (in more than
 // frequentTermShare of the documents) and selective ones (present, but not
 // frequent), a document must hold a selective one. Queries whose words are
 // all frequent get no plan: requiring all of them was measured, and

@@ -38,36 +38,43 @@ import (
 // distinct terms per document (its field cardinality), about a tenth of
 // the true mean on SciFact; see doc.go for what each of these cost.
 //
+// The BM25 statistics (N, df, avgdl) and the frequent-word plan are the
+// user's: computed over the user's live documents only, so that no other
+// user's documents change a user's results or scores (scoring.go). Both
+// evaluations compute them, each its own way: the pruned one from the
+// block cache's views and blocks, the exhaustive one from Bleve's
+// dictionaries and posting lists, so that tests comparing the two compare
+// the statistics too.
+//
 // Normally (scoreBest) the evaluation reads no posting list: each term's
 // postings in the user's documents of a segment, decoded once into blocks
 // of the user's documents with their BM25 maxima and document masks, and
-// the user's view of the segment come from the block cache (lookUpBlocks,
-// blockmax.go). It weighs the terms (weigh); goes through
-// each segment block by block, narrowing the user's live documents by the
-// phrase filter and the plan into candidates and bounding each block by
-// the words its candidates hold (segmentBlocks); and scores the blocks,
-// best bound first, then in index order, until no block left can reach
-// the limit-th score (scoreQueue). Exhaustively (scoreAll, tests), it
-// looks up each term's posting list in every segment (lookUpWords),
-// intersects the user's documents with the plan's words and the filter
-// into a candidate bitmap (segmentCandidates), decodes the candidates'
-// postings through zap (candidatePostings) and accumulates their scores
-// in an array indexed by document number (scoreTasks). Each worker keeps
-// its best in a top-k heap; they are merged (mergeTop) and the winners'
-// ids loaded (load). Ties are broken by index order.
+// the user's view of the segment with its length totals come from the
+// block cache (lookUpBlocks, blockmax.go). It weighs the terms (weigh);
+// goes through each segment block by block, narrowing the user's live
+// documents by the phrase filter and the plan into candidates and
+// bounding each block by the words its candidates hold (segmentBlocks);
+// and scores the blocks, best bound first, then in index order, until no
+// block left can reach the limit-th score (scoreQueue). Exhaustively
+// (scoreAll, tests), it looks up each term's posting list in every
+// segment (lookUpWords), intersects the user's documents with the plan's
+// words and the filter into a candidate bitmap (segmentCandidates),
+// decodes the candidates' postings through zap (candidatePostings) and
+// accumulates their scores in an array indexed by document number
+// (scoreTasks). Each worker keeps its best in a top-k heap; they are
+// merged (mergeTop) and the winners' ids loaded (load). Ties are broken
+// by index order.
 //
 // The pruned result is the exhaustive evaluation's, to the bit (see
-// pruneSlack). total is the number of the user's documents that match,
-// or with pruning and without ev.countAll those scored to the end
-// (fewer).
-func searchWords(ctx context.Context, idx bleve.Index, lengths *lengthCache, userID string, pq parsedQuery, limit int, ev evaluation) (docs []docHit, total uint64, err error) {
+// pruneSlack).
+func searchWords(ctx context.Context, idx bleve.Index, lengths *lengthCache, userID string, pq parsedQuery, limit int, ev evaluation) (res wordsResult, err error) {
 	adv, err := idx.Advanced()
 	if err != nil {
-		return nil, 0, err
+		return res, err
 	}
 	r, err := adv.Reader()
 	if err != nil {
-		return nil, 0, err
+		return res, err
 	}
 	defer func() {
 		if cerr := r.Close(); cerr != nil && err == nil {
@@ -76,61 +83,72 @@ func searchWords(ctx context.Context, idx bleve.Index, lengths *lengthCache, use
 	}()
 	snap, ok := r.(*scorch.IndexSnapshot)
 	if !ok {
-		return nil, 0, fmt.Errorf("index is %T, not a scorch index", r)
-	}
-	n, err := snap.DocCount()
-	if err != nil || n == 0 {
-		return nil, 0, err
+		return res, fmt.Errorf("index is %T, not a scorch index", r)
 	}
 	terms := pq.scoredTerms()
 	segs := snap.Segments()
-	avgdl, err := lengths.avgLength(segs)
-	if err != nil {
-		return nil, 0, err
-	}
 	exhaustive := ev.exhaustive || limit <= 0
 	var ws *wordSearch
 	if exhaustive {
 		ws, err = lookUpWords(segs, userID, terms)
 	} else {
-		ws, err = lookUpBlocks(&lengths.blocks, segs, userID, terms, avgdl)
+		ws, err = lookUpBlocks(&lengths.blocks, segs, userID, terms)
 	}
 	if err != nil {
-		return nil, 0, err
+		return res, err
+	}
+	// The statistics, with the words in scoredTerms' order, before weigh
+	// sorts them.
+	res.lengths, res.df = ws.lengths, make([]uint64, len(terms))
+	for j := range terms {
+		res.df[j] = ws.words[j].df
+	}
+	n := ws.lengths.docs
+	if n == 0 {
+		return res, nil
 	}
 	var plan wordsPlan
 	if len(pq.Phrases) == 0 {
-		// The plan sees the plain words in query order, before weigh sorts
-		// them (they come first in terms).
-		dfs := make([]uint64, len(pq.Terms))
-		for j := range pq.Terms {
-			dfs[j] = ws.words[j].df
-		}
-		plan = planFromFrequencies(n, pq.Terms, dfs)
+		// The plain words come first in terms, in query order.
+		plan = planFromFrequencies(n, pq.Terms, res.df[:len(pq.Terms)])
 	}
 	if ws.filter, err = phraseFilter(ctx, snap, idx, userID, pq); err != nil {
-		return nil, 0, err
+		return res, err
 	}
-	ws.weigh(n, avgdl)
+	ws.weigh(n, ws.lengths.meanLength())
 	ws.countAll, ws.pruned = ev.countAll, ev.pruned
 	var parts []partialResult
 	if exhaustive {
 		tasks, work := ws.candidates(plan)
 		if len(tasks) == 0 {
-			return nil, 0, nil
+			return res, nil
 		}
 		parts = ws.scoreAll(ctx, tasks, work, ev.workers, limit)
 	} else if parts = ws.scoreBest(ctx, plan, ev.workers, limit); parts == nil {
-		return nil, 0, nil
+		return res, nil
 	}
 	best, total, err := mergeTop(parts, limit)
 	if err != nil {
-		return nil, 0, err
+		return res, err
 	}
-	if docs, err = ws.load(best); err != nil {
-		return nil, 0, err
+	res.total = total
+	if res.docs, err = ws.load(best); err != nil {
+		return res, err
 	}
-	return docs, total, nil
+	return res, nil
+}
+
+// wordsResult is what searchWords returns: the best documents, best first;
+// total, the number of the user's documents that match (with pruning and
+// without evaluation.countAll, those scored to the end: fewer); and the
+// user's statistics the scores were computed with: the length totals of
+// the user's live documents and, by term of parsedQuery.scoredTerms, the
+// number of them holding it.
+type wordsResult struct {
+	docs    []docHit
+	total   uint64
+	lengths lengthTotals
+	df      []uint64
 }
 
 // evaluation tunes how searchWords evaluates a query, not what it
@@ -150,8 +168,10 @@ type evaluation struct {
 
 // wordSearch is what searchWords reads from one index snapshot.
 type wordSearch struct {
-	segs  []*scorch.SegmentSnapshot
-	users []segment.PostingsList // the user's documents, by segment (exhaustive)
+	segs []*scorch.SegmentSnapshot
+	// lengths is the length totals of the user's live documents.
+	lengths lengthTotals
+	users   []segment.PostingsList // the user's documents, by segment (exhaustive)
 	// views holds, by segment, the user's documents by rank (userDocs),
 	// and live the live ones, a word per block (pruned: lookUpBlocks).
 	views  []*userDocs
@@ -175,12 +195,14 @@ type wordPostings struct {
 	term   string
 	lists  []segment.PostingsList // by segment
 	blocks []*termBlocks          // by segment; nil: none of the user's postings there
-	df     uint64                 // document frequency over all segments
+	df     uint64                 // the user's live documents holding the term
 	idf    float64
 }
 
 // lookUpWords opens, in every segment, the user's posting list and each
-// term's, and adds up the document frequencies.
+// term's, and computes the user's statistics from them and the number
+// fields' dictionaries: the user's live documents and their length
+// totals, and by term the user's live documents holding it.
 func lookUpWords(segs []*scorch.SegmentSnapshot, userID string, terms []string) (*wordSearch, error) {
 	ws := &wordSearch{segs: segs, users: make([]segment.PostingsList, len(segs)), words: make([]wordPostings, len(terms))}
 	for j, t := range terms {
@@ -195,6 +217,14 @@ func lookUpWords(segs []*scorch.SegmentSnapshot, userID string, terms []string) 
 		if ws.users[i], err = ud.PostingsList([]byte(userID), s.Deleted(), nil); err != nil {
 			return nil, err
 		}
+		mine := postingsBitmap(ws.users[i])
+		if !mine.IsEmpty() {
+			lt, err := countLengths(s.Segment(), s.Deleted(), mine)
+			if err != nil {
+				return nil, err
+			}
+			ws.lengths.add(lt)
+		}
 		td, err := s.Segment().Dictionary(fieldText)
 		if err != nil {
 			return nil, err
@@ -205,7 +235,7 @@ func lookUpWords(segs []*scorch.SegmentSnapshot, userID string, terms []string) 
 				return nil, err
 			}
 			ws.words[j].lists[i] = pl
-			ws.words[j].df += pl.Count()
+			ws.words[j].df += postingsBitmap(pl).AndCardinality(mine)
 		}
 	}
 	return ws, nil
@@ -213,9 +243,11 @@ func lookUpWords(segs []*scorch.SegmentSnapshot, userID string, terms []string) 
 
 // lookUpBlocks reads, in every segment, the user's documents and each
 // term's blocks in them, all from the block cache (built on a miss), and
-// adds up the document frequencies: the term's postings, every user's,
-// those of deleted documents taken off.
-func lookUpBlocks(cache *blockCache, segs []*scorch.SegmentSnapshot, userID string, terms []string, avgdl float64) (*wordSearch, error) {
+// adds up the user's statistics: the length totals of the user's live
+// documents (userDocs.whole, or liveDocs in a segment with deletions),
+// then, the term blocks being built at the user's mean length, each term's
+// live documents among them (termBlocks.liveDocs).
+func lookUpBlocks(cache *blockCache, segs []*scorch.SegmentSnapshot, userID string, terms []string) (*wordSearch, error) {
 	live := make([]segment.Segment, len(segs))
 	for i, s := range segs {
 		live[i] = s.Segment()
@@ -225,6 +257,7 @@ func lookUpBlocks(cache *blockCache, segs []*scorch.SegmentSnapshot, userID stri
 	for j, t := range terms {
 		ws.words[j] = wordPostings{term: t, blocks: make([]*termBlocks, len(segs))}
 	}
+	lds := make([]*liveDocs, len(segs)) // nil: no deletions in the segment
 	for i, s := range segs {
 		seg := s.Segment()
 		u, err := cache.userDocs(seg, userID)
@@ -232,26 +265,29 @@ func lookUpBlocks(cache *blockCache, segs []*scorch.SegmentSnapshot, userID stri
 			return nil, err
 		}
 		ws.views[i] = u
-		del := s.Deleted()
-		if del != nil && del.IsEmpty() {
-			del = nil
+		if del := s.Deleted(); del != nil && !del.IsEmpty() && len(u.docs) > 0 {
+			if lds[i], err = cache.liveDocs(seg, userID, u, del); err != nil {
+				return nil, err
+			}
+			ws.live[i] = lds[i].masks
+			ws.lengths.add(lds[i].totals)
+		} else {
+			ws.live[i] = u.full
+			ws.lengths.add(u.whole)
 		}
-		ws.live[i] = u.live(del)
+	}
+	avgdl := ws.lengths.meanLength()
+	for i, s := range segs {
+		if len(ws.views[i].docs) == 0 {
+			continue // none of the user's documents: nothing to read
+		}
 		for j := range ws.words {
 			w := &ws.words[j]
-			tb, err := cache.termBlocks(seg, userID, u, w.term, avgdl)
+			tb, err := cache.termBlocks(s.Segment(), userID, ws.views[i], w.term, avgdl)
 			if err != nil {
 				return nil, fmt.Errorf("blocks of %q: %w", w.term, err)
 			}
-			n := tb.all
-			if del != nil && n > 0 {
-				docs, err := cache.termDocs(seg, w.term)
-				if err != nil {
-					return nil, fmt.Errorf("documents of %q: %w", w.term, err)
-				}
-				n -= docs.AndCardinality(del)
-			}
-			w.df += n
+			w.df += tb.liveDocs(lds[i])
 			if tb.postings() > 0 {
 				w.blocks[i] = tb
 			}

@@ -14,11 +14,20 @@ import (
 // refIndex is the reference model of what Search computes, written from
 // the definition (scoring.go, searchChunks) and nothing of the evaluation:
 // sessions are kept as analysed token streams, and every query is answered
-// by looking at every session of the index.
+// by looking at every session of the index. Its statistics are computed
+// here, from the text, over the querying user's sessions (stats).
 type refIndex struct {
 	a      analysis.Analyzer
 	repeat int
-	docs   map[string]*refDoc // by session key, all users
+	docs   map[string]*refDoc  // by session key, all users
+	stat   map[string]refStats // by user, until the next put or delete
+}
+
+// refStats is what stats returns.
+type refStats struct {
+	n                 uint64
+	df                map[string]uint64
+	avgdl, chunkAvgdl float64
 }
 
 type refDoc struct {
@@ -58,10 +67,12 @@ func (r *refIndex) put(s Session) {
 		d.chunks = append(d.chunks, r.analyse(c.Ordinal, c.Text))
 	}
 	r.docs[docKey(s.UserID, s.SessionID)] = d
+	r.stat = nil
 }
 
 func (r *refIndex) delete(user, session string) {
 	delete(r.docs, docKey(user, session))
+	r.stat = nil
 }
 
 // hasPhrase reports whether t holds ph: some position p where every
@@ -114,18 +125,36 @@ const (
 	presence                // a phrase's words anywhere, one-word exclusions only (searchWords)
 )
 
-// stats returns the index's document count, document frequencies and
-// mean length.
-func (r *refIndex) stats() (n uint64, df map[string]uint64, avgdl float64) {
-	var total float64
+// stats returns the BM25 statistics of user's sessions: their number, the
+// document frequencies, the mean length, and the mean length of their
+// chunks.
+func (r *refIndex) stats(user string) (n uint64, df map[string]uint64, avgdl, chunkAvgdl float64) {
+	if st, ok := r.stat[user]; ok {
+		return st.n, st.df, st.avgdl, st.chunkAvgdl
+	}
+	defer func() {
+		if r.stat == nil {
+			r.stat = map[string]refStats{}
+		}
+		r.stat[user] = refStats{n, df, avgdl, chunkAvgdl}
+	}()
+	var total, chunks, chunkTotal float64
 	df = map[string]uint64{}
 	for _, d := range r.docs {
+		if d.user != user {
+			continue
+		}
+		n++
 		total += float64(d.text.length)
 		for t := range d.text.tf {
 			df[t]++
 		}
+		for _, c := range d.chunks {
+			chunks++
+			chunkTotal += float64(c.length)
+		}
 	}
-	return uint64(len(r.docs)), df, total / float64(len(r.docs))
+	return n, df, total / float64(n), chunkTotal / chunks
 }
 
 func refScore(terms []string, t refText, n uint64, df map[string]uint64, avgdl float64) float64 {
@@ -143,7 +172,7 @@ func refScore(terms []string, t refText, n uint64, df map[string]uint64, avgdl f
 // session id), scored by the definition; withPlan applies the
 // frequent-word plan, as Search does.
 func (r *refIndex) search(pq parsedQuery, user string, withPlan bool, mode refMode) []Hit {
-	n, df, avgdl := r.stats()
+	n, df, avgdl, _ := r.stats(user)
 	var plan wordsPlan
 	if withPlan && len(pq.Phrases) == 0 {
 		dfs := make([]uint64, len(pq.Terms))
@@ -190,15 +219,7 @@ func (r *refIndex) search(pq parsedQuery, user string, withPlan bool, mode refMo
 // When sessions tie at that cut, Search reads any of them: the chunks of
 // them all are returned, and exact is false.
 func (r *refIndex) chunks(pq parsedQuery, user string, limit int) (hits []Hit, exact bool) {
-	n, df, _ := r.stats()
-	var chunks, length float64
-	for _, d := range r.docs {
-		for _, c := range d.chunks {
-			chunks++
-			length += float64(c.length)
-		}
-	}
-	avgdl := length / chunks
+	n, df, _, avgdl := r.stats(user)
 	best := r.search(parsedQuery{Terms: pq.Terms, Phrases: pq.Phrases}, user, true, presence)
 	// Sessions tied with the last one read may be read in its place.
 	cut := min(len(best), chunkSessions(limit))
@@ -263,7 +284,7 @@ func sameHits(got, want []Hit, limit int) error {
 // documents with equal scores, Search returns for plain words, phrases and
 // exclusions, on one goroutine and several, exactly the documents and
 // scores of the reference model (refIndex), which computes the definition
-// of scoring.go over every document.
+// of scoring.go over every document of the querying user.
 func TestSearchMatchesReference(t *testing.T) {
 	ctx := context.Background()
 	ix, err := Open(t.TempDir(), Options{})
@@ -320,10 +341,11 @@ func TestSearchMatchesReference(t *testing.T) {
 				// queries run on one goroutine and on several (the work
 				// split by segment and document range).
 				words := ref.search(pq, user, true, presence)
-				docs, total, err := searchWords(ctx, ix.sessions, &ix.sessionLengths, user, pq, MaxLimit, evaluation{workers: 1 + 2*(k%2), countAll: true})
+				res, err := searchWords(ctx, ix.sessions, &ix.sessionLengths, user, pq, MaxLimit, evaluation{workers: 1 + 2*(k%2), countAll: true})
 				if err != nil {
 					t.Fatal(err)
 				}
+				docs, total := res.docs, res.total
 				if total != uint64(len(words)) {
 					t.Errorf("%s: %q %s: searchWords total %d, want %d", stage, text, user, total, len(words))
 				}
@@ -388,26 +410,51 @@ func TestSearchMatchesReference(t *testing.T) {
 	check("deleted, twins")
 }
 
-func TestLengthCache(t *testing.T) {
+// TestUserLengths checks the length statistics both evaluations compute
+// (lookUpBlocks and lookUpWords): the user's live documents, their mean
+// length and their chunks' mean length, another user's documents left
+// out, and after deletions in a segment whose statistics are cached.
+func TestUserLengths(t *testing.T) {
 	ctx := context.Background()
 	ix := openTest(t, "")
-	put(t, ix, chunked("u", "a", "", "one two three"), chunked("u", "b", "", "one two three four five six seven"))
-	avg := func() float64 {
+	put(t, ix, chunked("u", "a", "", "one two three"), chunked("u", "b", "", "one two three four five six seven", "eight nine"),
+		chunked("v", "c", "", strings.Repeat("word ", 100), "x", "y", "one"), chunked("u", "d", "", "one"))
+	pq, err := parseQuery(ix.analyzer, "one")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(user string, docs, df uint64, mean, chunkMean float64) {
+		t.Helper()
 		segs, release := snapshotSegments(t, ix)
 		defer release()
-		got, err := ix.sessionLengths.avgLength(segs)
+		blocks, err := lookUpBlocks(&ix.sessionLengths.blocks, segs, user, pq.Terms)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return got
+		words, err := lookUpWords(segs, user, pq.Terms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, ws := range map[string]*wordSearch{"blocks": blocks, "words": words} {
+			l := ws.lengths
+			if l.docs != docs || ws.words[0].df != df || l.meanLength() != mean || l.meanChunkLength() != chunkMean {
+				t.Errorf("%s %s: %d documents, df %d, mean length %v, chunks' %v; want %d, %d, %v, %v", name, user, l.docs,
+					ws.words[0].df, l.meanLength(), l.meanChunkLength(), docs, df, mean, chunkMean)
+			}
+		}
 	}
-	if got := avg(); got != 5 {
-		t.Errorf("average length %v, want 5", got)
-	}
+	// u: a (3 words, 1 chunk of 3), b (9 words, chunks of 7 and 2), d (1
+	// word); v: c (103 words in 4 chunks).
+	check("u", 3, 3, 13.0/3, 13.0/4)
+	check("v", 1, 1, 103, 103.0/4)
+	check("nobody", 0, 0, 1, 1)
 	if err := ix.Delete(ctx, "u", []string{"b"}); err != nil {
 		t.Fatal(err)
 	}
-	if got := avg(); got != 3 {
-		t.Errorf("after a deletion: average length %v, want 3", got)
+	check("u", 2, 2, 2, 2)
+	check("v", 1, 1, 103, 103.0/4)
+	if err := ix.Delete(ctx, "u", []string{"a"}); err != nil {
+		t.Fatal(err)
 	}
+	check("u", 1, 1, 1, 1)
 }

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hindsight-dev/hindsight/bench"
 	"github.com/hindsight-dev/hindsight/bench/runner"
@@ -31,13 +32,14 @@ const benchUsage = `bench relevance --dataset DIR [--modes fulltext,semantic,hyb
        bench ingest    [--batch-messages N] [--batch-size N] [--singles N] [--concurrency C] [--seed S] [--json]
        bench redact    [--datasets DIR] [--labels FILE] [--seed S] [--per-kind N] [--ingest-messages N] [--rounds R] [--out DIR] [--json]
        bench import    [--size 1GB] [--formats claude-code,codex] [--transcripts DIR|none] [--seed S] [--out DIR] [--json]
+       bench watch     [--messages 600] [--sessions-per-agent 3] [--interval 100ms-500ms] [--seed S] [--out DIR] [--json]
 
 See bench/README.md: bring your own data, what each metric means, comparing two commits.`
 
 func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, "Usage: hindsight "+benchUsage)
-		return &usageError{"bench needs a subcommand: relevance, load, ingest, redact or import"}
+		return &usageError{"bench needs a subcommand: relevance, load, ingest, redact, import or watch"}
 	}
 	// The semantic settings (model directory, OpenAI key, WEAVIATE_URL...)
 	// come from the environment, as for serve.
@@ -78,9 +80,20 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		c.Self = []string{exe}
 		return runner.Import(ctx, c, stdout, stderr)
+	case "watch":
+		c, err := parseBenchWatch(args[1:], stderr)
+		if err != nil {
+			return err
+		}
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("bench watch runs this binary's import --watch: %w", err)
+		}
+		c.Self = []string{exe}
+		return runner.Watch(ctx, c, stdout, stderr)
 	}
 	fmt.Fprintln(stderr, "Usage: hindsight "+benchUsage)
-	return &usageError{fmt.Sprintf("unknown bench %q (relevance, load, ingest, redact or import)", args[0])}
+	return &usageError{fmt.Sprintf("unknown bench %q (relevance, load, ingest, redact, import or watch)", args[0])}
 }
 
 func parseBenchRelevance(args []string, cfg *config.Config, stderr io.Writer) (runner.RelevanceConfig, error) {
@@ -314,6 +327,39 @@ func parseBenchImport(args []string, stderr io.Writer) (runner.ImportConfig, err
 		if _, err := os.Stat(filepath.Join(c.Transcripts, "manifest.tsv")); err != nil {
 			return c, &usageError{fmt.Sprintf("--transcripts %s: no manifest.tsv there", c.Transcripts)}
 		}
+	}
+	return c, nil
+}
+
+func parseBenchWatch(args []string, stderr io.Writer) (runner.WatchConfig, error) {
+	c := runner.WatchConfig{Command: runner.CommandLine(append([]string{"hindsight", "bench", "watch"}, args...))}
+	fs := newFlags("bench watch", "bench watch [flags]", stderr)
+	fs.IntVar(&c.Messages, "messages", 600, "messages appended (at least 1)")
+	fs.IntVar(&c.PerAgent, "sessions-per-agent", 3, "sessions of each agent (Claude Code, Codex) appended to")
+	interval := fs.String("interval", "100ms-500ms", "appends are this far apart, uniformly: MIN-MAX")
+	fs.Uint64Var(&c.Seed, "seed", 1, "seed of the writers' pace and choice of session")
+	fs.StringVar(&c.Dir, "dir", "", "scratch directory for the home and the server's data (default: a temp dir)")
+	fs.StringVar(&c.Out, "out", "", "directory for report.md and result.json")
+	fs.BoolVar(&c.JSON, "json", false, "print only JSON")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return c, err
+	}
+	if len(pos) > 0 {
+		return c, &usageError{fmt.Sprintf("bench watch takes no arguments, got %q", pos)}
+	}
+	lo, hi, ok := strings.Cut(*interval, "-")
+	if ok {
+		c.MinInterval, err = time.ParseDuration(lo)
+		if err == nil {
+			c.MaxInterval, err = time.ParseDuration(hi)
+		}
+	}
+	if !ok || err != nil || c.MinInterval <= 0 || c.MaxInterval < c.MinInterval {
+		return c, &usageError{fmt.Sprintf("--interval %q: want MIN-MAX durations, e.g. 100ms-500ms", *interval)}
+	}
+	if c.Messages < 1 || c.PerAgent < 1 {
+		return c, &usageError{"--messages and --sessions-per-agent must be at least 1"}
 	}
 	return c, nil
 }

@@ -33,10 +33,13 @@ type importConfig struct {
 	Singles       bool
 	Quiet         bool
 	DryRun        bool
+	Watch         bool          // keep running and follow what the assistants write
+	State         string        // the watch state file
+	RetryMax      time.Duration // longest wait between retries
 }
 
 // importSynopsis is the first line of import's help.
-const importSynopsis = "import [AGENT [PATH]] [flags]"
+const importSynopsis = "import [AGENT [PATH]] [--watch] [flags]"
 
 // importHelp explains import: what it does, the agents and where each keeps
 // its history on each system (from the agents' own Roots).
@@ -47,10 +50,17 @@ func importHelp() string {
   hindsight import                  find every assistant's history under your home directory, list it, import all of it
   hindsight import --dry-run        only list what would be imported (no server, no key needed)
   hindsight import AGENT [PATH]     one assistant, from PATH or its default place
+  hindsight import [AGENT] --watch  the same, then keep running: what the assistants write is synced
+                                    as they write it (appended JSONL is read from where the last read
+                                    stopped; databases and other files are re-read when they change)
 
 A re-run sends only what the server lacks (an appended session uploads its new messages); sessions
 already synced live by a plugin are completed, not duplicated. Malformed lines are reported as
 file:line and skipped.
+
+--watch survives restarts (what the server acknowledged is kept in the --state file), server
+outages (changes wait and are retried, with backoff up to --retry-max, nothing lost) and files that
+are truncated or replaced. README.md shows how to run it as a systemd user service or a launchd agent.
 
 Agents and where they keep their history (~ is your home directory; the first that exists is read):
 `)
@@ -103,6 +113,9 @@ func parseImport(args []string, stderr io.Writer) (importConfig, error) {
 	fs.BoolVar(&c.Singles, "singles", false, "one request per message even if the server offers date-keeping batches")
 	fs.BoolVar(&c.Quiet, "quiet", false, "no progress bar")
 	fs.BoolVar(&c.DryRun, "dry-run", false, "list the sessions found (agent, path, count) and upload nothing")
+	fs.BoolVar(&c.Watch, "watch", false, "keep running and sync what the assistants write as they write it")
+	fs.StringVar(&c.State, "state", "", "with --watch: the state file (default $XDG_STATE_HOME/hindsight/import-state.json, ~/.local/state/hindsight/import-state.json)")
+	fs.DurationVar(&c.RetryMax, "retry-max", 30*time.Second, "longest wait between retries while the server is unreachable or failing")
 	ld := config.NewLoader(fs, os.LookupEnv)
 	ld.Client(&c.Config)
 	ld.Redact(&c.Config)
@@ -130,7 +143,20 @@ func parseImport(args []string, stderr io.Writer) (importConfig, error) {
 		return c, &usageError{fmt.Sprintf("import takes an agent and one path, got %q", pos)}
 	}
 	if c.DryRun {
+		if c.Watch {
+			return c, &usageError{"--dry-run and --watch do not go together"}
+		}
 		return c, nil
+	}
+	if c.RetryMax < 10*time.Millisecond {
+		return c, &usageError{"--retry-max must be at least 10ms"}
+	}
+	if c.Watch && c.State == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return c, &usageError{"no home directory for the watch state: pass --state FILE"}
+		}
+		c.State = importer.DefaultWatchState(home, os.Getenv)
 	}
 	if c.APIKey == "" {
 		return c, &usageError{"an API key is needed: pass --key or set HINDSIGHT_API_KEY (create one with: hindsight keys create --user NAME)"}
@@ -196,7 +222,7 @@ func discover(c importConfig) ([]found, error) {
 			continue
 		}
 		items, err := a.Read(dir, ro)
-		if err == nil && len(items) == 0 {
+		if err == nil && len(items) == 0 && (!c.Watch || a.InProjects) {
 			// Agents whose histories live inside projects (aider, specstory)
 			// search the home directory, which always exists: an agent counts
 			// as found only when it has sessions.
@@ -271,7 +297,7 @@ func cmdImport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	client := &importer.Client{URL: c.ServerURL, Key: c.APIKey, HTTP: &http.Client{
 		Timeout:   2 * time.Minute,
 		Transport: &http.Transport{MaxIdleConnsPerHost: c.Concurrency, Proxy: http.ProxyFromEnvironment},
-	}}
+	}, Retry: importer.Backoff{Max: c.RetryMax}}
 	opts := importer.Options{Concurrency: c.Concurrency, Singles: c.Singles, Label: "sessions", Progress: stderr}
 	if c.Quiet {
 		opts.Progress = nil
@@ -283,6 +309,9 @@ func cmdImport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	found := func() redact.Counts { return nil }
 	if red != nil {
 		opts.Redact, found = importer.Redaction(red)
+	}
+	if c.Watch {
+		return watch(ctx, c, fs, client, opts.Redact, stdout, stderr)
 	}
 	sum, err := importer.Upload(ctx, client, items, opts)
 	if sum != nil {
@@ -336,4 +365,33 @@ func printImportSummary(w io.Writer, s *importer.Summary) {
 	}
 	list("skipped malformed input", probs)
 	list("failed", s.Failures)
+}
+
+// watch follows the histories found until ctx ends (a signal): the first
+// pass is an import of what the server lacks, then what the assistants
+// write is synced as they write it. Logs go to stderr.
+func watch(ctx context.Context, c importConfig, fs []found, client *importer.Client, red func(*importer.Session), stdout, stderr io.Writer) error {
+	var roots []importer.WatchRoot
+	var names []string
+	for _, f := range fs {
+		if f.err != nil {
+			continue
+		}
+		roots = append(roots, importer.WatchRoot{Agent: f.agent, Dir: f.path})
+		names = append(names, f.agent.Name)
+	}
+	if len(roots) == 0 {
+		return fmt.Errorf("no assistant's history to watch")
+	}
+	level := "info"
+	if c.Quiet {
+		level = "warn"
+	}
+	fmt.Fprintf(stdout, "Watching %s; state in %s; stop with Ctrl-C (or SIGTERM)\n", strings.Join(names, ", "), c.State)
+	w := &importer.Watcher{Client: client, Roots: roots, State: c.State, Redact: red,
+		Read: importer.ReadOptions{MaxPartBytes: c.MaxPart}, Log: newLogger("console", level, stderr)}
+	if err := w.Run(ctx); err != nil {
+		return fmt.Errorf("watch stopped: %w", err)
+	}
+	return nil
 }

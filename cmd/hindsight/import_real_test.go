@@ -3,17 +3,22 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/hindsight-dev/hindsight/bench"
+	"github.com/hindsight-dev/hindsight/importer"
+
+	_ "modernc.org/sqlite" // the opencode expectation counts rows with SQL
 )
 
 // The real-transcripts harness: every importer runs on the real files of
@@ -68,7 +73,18 @@ var realAgents = []realAgent{
 		malformed: "wingorithm__Vibe-Coding-Comparison-Project__session-2026-04-25T08-46-c737eb36.jsonl"},
 	{name: "qwen", dir: "qwen", expect: expectQwen,
 		malformed: "haidonglethqb__CloudSchool__6676775b-e7b1-41b0-a6de-5f00e4adf771.jsonl"},
+	{name: "copilot", dir: "copilot", expect: expectCopilot,
+		malformed: "XEFF09__dotfiles__9a493a94-a307-489e-8bc7-d16f4afcd992__events.jsonl"},
+	{name: "opencode", dir: "opencode", expect: expectOpenCodeDB},
 }
+
+// Aider and SpecStory are not rows: what their files hold per role depends
+// on the readers' own segmentation of Markdown (aider's blocks of prompt,
+// answer and output lines; SpecStory's turn headers and the assistant each
+// file names), which an expectation here would only restate. Their real
+// files are checked in package importer (TestImportRealAider: every run
+// with prompts, its prompts; TestImportRealSpecStory: turns by role and the
+// source); they are not imported through a server here.
 
 // transcriptsDir finds the real transcripts, skipping loudly when they are
 // missing (failing under HINDSIGHT_REQUIRE_DATASETS).
@@ -202,7 +218,9 @@ func TestImportRealTranscripts(t *testing.T) {
 		t.Fatalf("import --dry-run: %v\n%s\n%s", err, out, errOut)
 	}
 	for _, a := range realAgents {
-		row := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(a.name) + `\s+` + strconv.Itoa(found[a.name]) + `\s+` + regexp.QuoteMeta(filepath.Join(all, "."+strings.SplitN(a.dir, "-", 2)[0])))
+		agent, _ := importer.AgentNamed(a.name)
+		root := agent.Roots(all, runtime.GOOS, func(string) string { return "" })[0]
+		row := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(a.name) + `\s+` + strconv.Itoa(found[a.name]) + `\s+` + regexp.QuoteMeta(root))
 		if !row.MatchString(out) {
 			t.Errorf("dry run lists no row for %s with %d sessions under %s:\n%s", a.name, found[a.name], all, out)
 		}
@@ -632,6 +650,121 @@ func expectQwen(t *testing.T, files []realFile) map[string]roleCounts {
 			id = strings.TrimSuffix(filepath.Base(f.Abs), ".jsonl")
 		}
 		out[id] = c
+	}
+	return out
+}
+
+// expectCopilot: a session is a log, <id>.jsonl or <id>/events.jsonl, named
+// by its session.start's sessionId (else the file). A user message is a
+// user.message the user typed (no source, or "user"; not a runtime
+// <system_notification>; not empty once the time the older logs append is
+// cut); an assistant message is an assistant.message with text or
+// reasoning, plus one per new tool request; a tool.execution_complete whose
+// request is not in the log is a tool message (a result completing its
+// request is part of it).
+func expectCopilot(t *testing.T, files []realFile) map[string]roleCounts {
+	datetime := regexp.MustCompile(`\s*<current_datetime>[^<]*</current_datetime>\s*$`)
+	out := map[string]roleCounts{}
+	for _, f := range files {
+		if !strings.HasSuffix(f.Abs, ".jsonl") {
+			continue
+		}
+		id := strings.TrimSuffix(filepath.Base(f.Abs), ".jsonl")
+		if id == "events" {
+			id = filepath.Base(filepath.Dir(f.Abs))
+		}
+		c := roleCounts{}
+		calls := map[string]bool{}
+		for _, ev := range jsonLines(t, f.Abs) {
+			d := obj(ev["data"])
+			switch str(ev["type"]) {
+			case "session.start":
+				if sid := str(d["sessionId"]); sid != "" {
+					id = sid
+				}
+			case "user.message":
+				text := strings.TrimSpace(datetime.ReplaceAllString(str(d["content"]), ""))
+				if src := str(d["source"]); (src == "" || src == "user") && text != "" && !strings.HasPrefix(text, "<system_notification>") {
+					c["user"]++
+				}
+			case "assistant.message":
+				if !blank(str(d["content"])) || !blank(str(d["reasoningText"])) {
+					c["assistant"]++
+				}
+				for _, r := range list(d["toolRequests"]) {
+					if call := str(obj(r)["toolCallId"]); !calls[call] {
+						calls[call] = true
+						c["assistant"]++
+					}
+				}
+			case "tool.execution_complete":
+				if !calls[str(d["toolCallId"])] {
+					c["tool"]++
+				}
+			}
+		}
+		out[id] = c
+	}
+	return out
+}
+
+// expectOpenCodeDB: the sessions of opencode.db (read with its WAL by the
+// SQLite driver), and per session the messages with a non-empty text or
+// reasoning part (not ignored) or a tool part, by role, counted with SQL.
+func expectOpenCodeDB(t *testing.T, files []realFile) map[string]roleCounts {
+	var db string
+	for _, f := range files {
+		if filepath.Base(f.Abs) == "opencode.db" {
+			db = f.Abs
+		}
+	}
+	if db == "" {
+		t.Fatal("no opencode.db among the opencode files")
+	}
+	// A copy: opening the rebuilt file would leave SQLite's companions
+	// beside it changed before the import reads them.
+	dir := t.TempDir()
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		b, err := os.ReadFile(db + suffix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "opencode.db"+suffix), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "opencode.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	out := map[string]roleCounts{}
+	ids, err := raw.Query(`SELECT id FROM session`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ids.Next() {
+		var id string
+		ids.Scan(&id)
+		out[id] = roleCounts{}
+	}
+	ids.Close()
+	rows, err := raw.Query(`SELECT m.session_id, json_extract(m.data, '$.role'), count(*) FROM message m
+		WHERE EXISTS (SELECT 1 FROM part p WHERE p.message_id = m.id AND (
+			(json_extract(p.data, '$.type') IN ('text', 'reasoning') AND trim(json_extract(p.data, '$.text')) <> '' AND coalesce(json_extract(p.data, '$.ignored'), 0) = 0)
+			OR json_extract(p.data, '$.type') = 'tool'))
+		GROUP BY 1, 2`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var sid, role string
+		var n int
+		if err := rows.Scan(&sid, &role, &n); err != nil {
+			t.Fatal(err)
+		}
+		out[sid][role] = n
 	}
 	return out
 }

@@ -43,7 +43,21 @@
 // its pruning drops documents that belong in the top k even when settled,
 // so a search asks for at least minFetch hits and keeps the first limit.
 // With both, scores are Bleve's divided by k1+1 (a constant factor textbook
-// BM25 keeps and Weaviate leaves out) and the rankings agree.
+// BM25 keeps and Weaviate leaves out) and the rankings agree on the test
+// corpus of TestSettleScoresLikeBleve; minFetch is not always enough: on
+// TestTenantStatistics's (300 sessions of a user, with deletions) the
+// first ten of a quarter of the queries left out documents Bleve ranks
+// there, and a limit that reaches all of the user's documents drops none.
+//
+// # Tenants
+//
+// A tenant is a shard of its own, and Weaviate computes BM25's statistics
+// (document count, document frequencies, mean length) per shard: a
+// user's scores depend on that user's documents only, as in Bleve mode.
+// TestTenantStatistics checks it against the real server: a user's hits
+// and scores are the same whether the user's sessions are alone in the
+// collections or beside other tenants, and the same hits as Bleve mode's
+// for that user (at a limit where Weaviate's pruning drops nothing).
 //
 // # Reads
 //
