@@ -29,15 +29,19 @@ type Cache struct {
 	hits, misses atomic.Int64
 }
 
+// ErrCacheInUse: the cache file is held by another process (OpenCache
+// waits a second for it).
+var ErrCacheInUse = errors.New("in use by another process")
+
 // OpenCache opens (creating it and its directory) the cache file at path.
-// A file another process holds is an error after a second's wait.
+// A file another process holds is ErrCacheInUse after a second's wait.
 func OpenCache(path string) (*Cache, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("embedding cache: %w", err)
 	}
 	db, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: time.Second})
 	if errors.Is(err, bolt.ErrTimeout) {
-		return nil, fmt.Errorf("embedding cache %s is in use by another process", path)
+		return nil, fmt.Errorf("embedding cache %s: %w", path, ErrCacheInUse)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("embedding cache %s: %w", path, err)

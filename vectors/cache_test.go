@@ -17,6 +17,7 @@ import (
 type recordingEmbedder struct {
 	mu    sync.Mutex
 	model string
+	dim   int // 0 = 3
 	asked []string
 	fail  bool
 }
@@ -30,12 +31,21 @@ func (e *recordingEmbedder) Embed(_ context.Context, texts []string) ([][]float3
 	e.asked = append(e.asked, texts...)
 	out := make([][]float32, len(texts))
 	for i, t := range texts {
-		out[i] = []float32{float32(len(t)), float32(len(e.asked)), 1}
+		out[i] = make([]float32, e.Dim())
+		out[i][0], out[i][1] = float32(len(t)), float32(len(e.asked))
+		for j := 2; j < e.Dim(); j++ {
+			out[i][j] = 1
+		}
 	}
 	return out, nil
 }
 func (e *recordingEmbedder) Model() string { return e.model }
-func (e *recordingEmbedder) Dim() int      { return 3 }
+func (e *recordingEmbedder) Dim() int {
+	if e.dim == 0 {
+		return 3
+	}
+	return e.dim
+}
 
 func TestCache(t *testing.T) {
 	ctx := t.Context()
@@ -98,9 +108,24 @@ func TestCache(t *testing.T) {
 	if !slices.Equal(other.asked, []string{"bb"}) {
 		t.Errorf("another model reused m1's vector: asked %q", other.asked)
 	}
+	// The same model at another dimension (OpenAI's models take one) is
+	// another model: m1's 3-dimensional vectors are not its.
+	wider := &recordingEmbedder{model: "m1", dim: 4}
+	got, err = c.Wrap(wider).Embed(ctx, []string{"bb", "ccc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(wider.asked, []string{"bb", "ccc"}) || len(got[0]) != 4 || len(got[1]) != 4 {
+		t.Errorf("m1 at 4 dimensions: asked %q, got %v; want both embedded anew, 4 dimensions each", wider.asked, got)
+	}
+	// ... and it did not overwrite m1's 3-dimensional ones.
+	got, err = c.Wrap(down).Embed(ctx, []string{"bb"})
+	if err != nil || !slices.Equal(got[0], first[1]) {
+		t.Errorf("m1 at 3 dimensions after m1 at 4: %v, %v; want the first vector %v", got, err, first[1])
+	}
 
 	// One process at a time.
-	if _, err := vectors.OpenCache(path); err == nil || !strings.Contains(err.Error(), "in use") {
-		t.Errorf("second open: err = %v, want in use", err)
+	if _, err := vectors.OpenCache(path); !errors.Is(err, vectors.ErrCacheInUse) || !strings.Contains(err.Error(), path) {
+		t.Errorf("second open: err = %v, want ErrCacheInUse naming the file", err)
 	}
 }

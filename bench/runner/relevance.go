@@ -158,6 +158,9 @@ func Relevance(ctx context.Context, base config.Config, c RelevanceConfig, stdou
 	defer stopText()
 	base.Semantic.EmbedCache = c.EmbedCache
 	client, a, stop, err := startServer(ctx, filepath.Join(work, "data"), zerolog.Nop(), base, c.Vectors)
+	if errors.Is(err, vectors.ErrCacheInUse) {
+		return fmt.Errorf("%w: another run on this dataset holds it; wait for it to end, or pass --embed-cache with another directory (or none)", err)
+	}
 	if err != nil {
 		return err
 	}

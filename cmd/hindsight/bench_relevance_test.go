@@ -15,6 +15,7 @@ import (
 
 	"github.com/hindsight-dev/hindsight/config"
 	"github.com/hindsight-dev/hindsight/index"
+	"github.com/hindsight-dev/hindsight/vectors"
 	"github.com/hindsight-dev/hindsight/vectors/weaviate/weaviatetest"
 )
 
@@ -328,6 +329,20 @@ func TestBenchRelevanceSemantic(t *testing.T) {
 	}
 	if a, b := r.PerQuery.NDCG10["semantic"], r2.PerQuery.NDCG10["semantic"]; !slices.Equal(a, b) {
 		t.Errorf("semantic nDCG@10 per query: %v with fresh vectors, %v with cached ones", a, b)
+	}
+
+	// A run on a dataset whose cache another process holds stops at once,
+	// saying what holds it and what to do, rather than waiting for it.
+	held, err := vectors.OpenCache(cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	stderr.Reset()
+	err = run(ctx, []string{"bench", "relevance", "--dataset", ds, "--max-docs", "20", "--max-queries", "5",
+		"--embedder", "local", "--modes", "semantic", "--peers", "none", "--embed-cache", cacheDir, "--out", t.TempDir(), "--json"}, &stdout, &stderr)
+	if !errors.Is(err, vectors.ErrCacheInUse) || !strings.Contains(err.Error(), cache) || !strings.Contains(err.Error(), "--embed-cache") {
+		t.Errorf("run on a held cache: err = %v, want ErrCacheInUse naming %s and --embed-cache", err, cache)
 	}
 }
 
