@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -83,6 +84,31 @@ var sweepParams = map[string]struct {
 	"rrf.w":       {false, "weight of the vector leg in hybrid ranking (> 0)", func(v float64) bool { return v > 0 }},
 	"depth":       {false, "results fetched per leg before hybrid fusion (integer >= 1)", func(v float64) bool { return v >= 1 && v == math.Trunc(v) }},
 	"title.boost": {true, "times the title counts in the full-text index (1..100; re-indexes)", func(v float64) bool { return v >= 1 && v <= 100 }},
+	"fusion": {false, "how hybrid merges the legs: " + fusionLegend + " (names or numbers)",
+		func(v float64) bool { return v >= 0 && int(v) < len(fusions) && v == math.Trunc(v) }},
+}
+
+// fusions are the values of the sweep's fusion setting: a sweep point is a
+// number, so fusion=1 is fusions[1]. rrf.k applies to rrf only; rrf.w is
+// the vector leg's weight in all three.
+var fusions = []ranking.Fusion{ranking.FusionRRF, ranking.FusionMinMax, ranking.FusionZScore}
+
+const fusionLegend = "0 rrf, 1 minmax, 2 zscore"
+
+// fusionNumbers rewrites the names in "fusion=rrf,minmax" as the numbers
+// the sweep keeps.
+func fusionNumbers(s string) string {
+	name, list, ok := strings.Cut(s, "=")
+	if !ok || strings.TrimSpace(name) != "fusion" {
+		return s
+	}
+	vals := strings.Split(list, ",")
+	for i, v := range vals {
+		if j := slices.Index(fusions, ranking.Fusion(strings.TrimSpace(v))); j >= 0 {
+			vals[i] = strconv.Itoa(j)
+		}
+	}
+	return name + "=" + strings.Join(vals, ",")
 }
 
 // SweepFlag is the flag.Value of --sweep: repeated, it collects the
@@ -92,7 +118,7 @@ type SweepFlag struct{ Params *[]bench.Param }
 func (f SweepFlag) String() string { return "" }
 
 func (f SweepFlag) Set(s string) error {
-	p, err := bench.ParseParam(s)
+	p, err := bench.ParseParam(fusionNumbers(s))
 	if err != nil {
 		return err
 	}
@@ -301,6 +327,7 @@ func Relevance(ctx context.Context, base config.Config, c RelevanceConfig, stdou
 		"store":       c.Vectors.Store,
 		"rrf.k":       strconv.FormatFloat(defaults.K, 'g', -1, 64),
 		"rrf.w":       strconv.FormatFloat(defaults.SemanticWeight, 'g', -1, 64),
+		"fusion":      string(cmp.Or(defaults.Fusion, ranking.FusionRRF)) + " (sweep values: " + fusionLegend + ")",
 		"depth":       "max(limit, 50); the table asks 100 results",
 		"title.boost": strconv.Itoa(index.DefaultTitleBoost),
 		// What each system makes of text: the same words are terms in
@@ -384,6 +411,7 @@ func runSweep(ctx context.Context, a *server.Server, ds *bench.Dataset, c Releva
 		{Name: "rrf.w", Value: defaults.SemanticWeight},
 		{Name: "depth", Value: float64(max(c.SweepLimit, 50))}, // ranking's default per-leg depth
 		{Name: "title.boost", Value: index.DefaultTitleBoost},
+		{Name: "fusion", Value: float64(max(0, slices.Index(fusions, cmp.Or(defaults.Fusion, ranking.FusionRRF))))},
 	}
 	// Every grid point asks the same queries: embed each once, up front,
 	// so the sweep neither pays for (nor, with a paid provider, is billed
@@ -418,6 +446,9 @@ func runSweep(ctx context.Context, a *server.Server, ds *bench.Dataset, c Releva
 		}
 		if v, ok := p.Get("depth"); ok {
 			o.Depth = int(v)
+		}
+		if v, ok := p.Get("fusion"); ok {
+			o.Fusion = fusions[int(v)]
 		}
 		boost := float64(index.DefaultTitleBoost)
 		if v, ok := p.Get("title.boost"); ok {

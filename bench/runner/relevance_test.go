@@ -19,6 +19,7 @@ import (
 	"github.com/hindsight-dev/hindsight/ingest"
 	"github.com/hindsight-dev/hindsight/kv"
 	"github.com/hindsight-dev/hindsight/kv/kvtest"
+	"github.com/hindsight-dev/hindsight/ranking"
 	"github.com/hindsight-dev/hindsight/vectors"
 )
 
@@ -288,6 +289,30 @@ func TestLoadCorpusSessions(t *testing.T) {
 		hits, err := a.Index.Search(ctx, index.Query{UserID: userID, Text: q})
 		if err != nil || len(hits) != want {
 			t.Errorf("search %q: %d hits, %v; want %d (tool output is not searchable)", q, len(hits), err, want)
+		}
+	}
+}
+
+// TestSweepFusion: --sweep fusion takes the fusions by name or number and
+// keeps their numbers; anything else is refused.
+func TestSweepFusion(t *testing.T) {
+	var ps []bench.Param
+	f := SweepFlag{Params: &ps}
+	if err := f.Set("fusion=rrf,minmax,2"); err != nil {
+		t.Fatal(err)
+	}
+	if len(ps) != 1 || !slices.Equal(ps[0].Values, []float64{0, 1, 2}) {
+		t.Fatalf("params = %+v, want fusion 0, 1, 2", ps)
+	}
+	for i, v := range ps[0].Values {
+		if fusions[int(v)] != []ranking.Fusion{ranking.FusionRRF, ranking.FusionMinMax, ranking.FusionZScore}[i] {
+			t.Errorf("fusion=%v is %s", v, fusions[int(v)])
+		}
+	}
+	for _, bad := range []string{"fusion=borda", "fusion=3", "fusion=0.5"} {
+		ps = nil
+		if err := f.Set(bad); err == nil {
+			t.Errorf("--sweep %s accepted", bad)
 		}
 	}
 }

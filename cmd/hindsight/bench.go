@@ -108,7 +108,7 @@ func parseBenchRelevance(args []string, cfg *config.Config, stderr io.Writer) (r
 		", or none; the Weaviate peers use WEAVIATE_URL, else start the pinned weaviate-server (make weaviate)")
 	fs.StringVar(&c.Vectors.Embedder, "embedder", cmp.Or(cfg.Semantic.Embedder, "auto"), "embedder for semantic and hybrid: auto (as serve chooses), none, local, openai (env HINDSIGHT_EMBEDDER)")
 	fs.StringVar(&c.Vectors.Store, "store", "embedded", "Hindsight's vector store: embedded or weaviate (needs WEAVIATE_URL)")
-	fs.Var(runner.SweepFlag{Params: &c.Sweeps}, "sweep", "sweep a setting over values, e.g. rrf.k=10,30,60 (repeatable: the grid is every combination); sweepable: depth, rrf.k, rrf.w, title.boost")
+	fs.Var(runner.SweepFlag{Params: &c.Sweeps}, "sweep", "sweep a setting over values, e.g. rrf.k=10,30,60 (repeatable: the grid is every combination); sweepable: depth, rrf.k, rrf.w, fusion (rrf, minmax, zscore), title.boost")
 	fs.StringVar(&c.SweepMode, "sweep-mode", "", "mode the sweep measures (default: hybrid when an embedder is configured, else fulltext)")
 	fs.IntVar(&c.SweepLimit, "sweep-limit", 20, "results per query during the sweep (the API's default page); per-leg depths below it have no effect")
 	fs.StringVar(&c.Baseline, "baseline", "", "result.json of an earlier run: print per-mode deltas with paired significance")
