@@ -60,10 +60,13 @@ type RelevanceConfig struct {
 	// SessionScores are experiment modes (ParseSessionScores): the
 	// whole-session ranking re-scored from the sessions' chunks.
 	SessionScores []string
-	Out           string
-	JSON          bool
-	Seed          uint64
-	Command       string // the command line, for the report
+	// QueryTimeout bounds each query (bench.RelevanceOptions); 0 = the
+	// default.
+	QueryTimeout time.Duration
+	Out          string
+	JSON         bool
+	Seed         uint64
+	Command      string // the command line, for the report
 }
 
 // FlagError is a combination of settings a run cannot measure, found once
@@ -291,7 +294,7 @@ func Relevance(ctx context.Context, base config.Config, c RelevanceConfig, stdou
 		search = engineSearch(a.Search, userID, docOf, degraded)
 	}
 	if len(c.SessionScores) > 0 {
-		inner, rescored := search, sessionScoreSearch(a.Index, userID, docOf)
+		inner, rescored := search, sessionScoreSearch(ctx, a.Index, userID, docOf)
 		search = func(ctx context.Context, mode, q string, k int) ([]string, error) {
 			if strings.HasPrefix(mode, sessionScorePrefix) {
 				return rescored(ctx, mode, q, k)
@@ -305,7 +308,8 @@ func Relevance(ctx context.Context, base config.Config, c RelevanceConfig, stdou
 		systems = append(systems, p.Name())
 		peerNames = append(peerNames, p.Name())
 	}
-	res, err := bench.RunRelevance(ctx, ds, bench.WithPeers(search, peers...), bench.RelevanceOptions{Modes: systems, Progress: progressOut, Peers: peerNames})
+	res, err := bench.RunRelevance(ctx, ds, bench.WithPeers(search, peers...), bench.RelevanceOptions{Modes: systems, Progress: progressOut, Peers: peerNames,
+		QueryTimeout: c.QueryTimeout})
 	if err != nil {
 		return err
 	}
@@ -320,16 +324,17 @@ func Relevance(ctx context.Context, base config.Config, c RelevanceConfig, stdou
 	}
 	defaults := a.Semantic.RankingOptions()
 	res.Settings = runSettings(map[string]string{
-		"command":     c.Command,
-		"dataset":     c.Dataset,
-		"qrels":       filepath.Base(ds.QrelsFile),
-		"embedder":    model,
-		"store":       c.Vectors.Store,
-		"rrf.k":       strconv.FormatFloat(defaults.K, 'g', -1, 64),
-		"rrf.w":       strconv.FormatFloat(defaults.SemanticWeight, 'g', -1, 64),
-		"fusion":      string(cmp.Or(defaults.Fusion, ranking.FusionRRF)) + " (sweep values: " + fusionLegend + ")",
-		"depth":       "max(limit, 50); the table asks 100 results",
-		"title.boost": strconv.Itoa(index.DefaultTitleBoost),
+		"command":       c.Command,
+		"dataset":       c.Dataset,
+		"qrels":         filepath.Base(ds.QrelsFile),
+		"embedder":      model,
+		"store":         c.Vectors.Store,
+		"rrf.k":         strconv.FormatFloat(defaults.K, 'g', -1, 64),
+		"rrf.w":         strconv.FormatFloat(defaults.SemanticWeight, 'g', -1, 64),
+		"fusion":        string(cmp.Or(defaults.Fusion, ranking.FusionRRF)) + " (sweep values: " + fusionLegend + ")",
+		"query timeout": cmp.Or(c.QueryTimeout, bench.DefaultQueryTimeout).String(),
+		"depth":         "max(limit, 50); the table asks 100 results",
+		"title.boost":   strconv.Itoa(index.DefaultTitleBoost),
 		// What each system makes of text: the same words are terms in
 		// one and not in another.
 		"tokenization hindsight": "Unicode (UAX #29) words; compounds joined by - / \\ . : @ kept whole plus their parts; identifiers split " +
@@ -472,7 +477,7 @@ func runSweep(ctx context.Context, a *server.Server, ds *bench.Dataset, c Releva
 		}
 		return engineSearch(ranking.New(curIndex, vec, emb, o), userID, docOf, degraded), nil
 	}
-	return bench.RunSweep(ctx, ds, at, bench.SweepOptions{Mode: sweepMode, Limit: c.SweepLimit, Params: c.Sweeps, Default: def,
+	return bench.RunSweep(ctx, ds, at, bench.SweepOptions{Mode: sweepMode, Limit: c.SweepLimit, Params: c.Sweeps, Default: def, QueryTimeout: c.QueryTimeout,
 		Seed: c.Seed, Progress: progressOut, Note: note})
 }
 

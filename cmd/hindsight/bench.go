@@ -120,6 +120,8 @@ func parseBenchRelevance(args []string, cfg *config.Config, stderr io.Writer) (r
 	fs.StringVar(&c.Out, "out", "", "directory for report.md, charts, result.json and perquery.jsonl (default: a new temp dir, printed)")
 	fs.BoolVar(&c.JSON, "json", false, "print only the JSON result (no table, no progress)")
 	fs.Uint64Var(&c.Seed, "seed", 1, "seed of the randomisation tests")
+	fs.DurationVar(&c.QueryTimeout, "query-timeout", bench.DefaultQueryTimeout,
+		"time limit of one query: a peer's query past it scores 0, one of Hindsight's modes ends the run (raise it on a busy machine)")
 	embedCache := fs.String("embed-cache", filepath.Join(".cache", "embeddings"),
 		"directory keeping the embedded windows by model and text across runs, one file per dataset (DIR/<dataset>.db), so a second run "+
 			"does not embed the corpus again (none: no cache)")
@@ -146,6 +148,9 @@ func parseBenchRelevance(args []string, cfg *config.Config, stderr io.Writer) (r
 	}
 	if c.MaxDocs < 0 || c.MaxQueries < 0 {
 		return c, &usageError{"--max-docs and --max-queries must not be negative"}
+	}
+	if c.QueryTimeout <= 0 {
+		return c, &usageError{"--query-timeout must be positive"}
 	}
 	if c.SweepLimit < 10 {
 		return c, &usageError{"--sweep-limit must be at least 10 (nDCG@10 needs 10 results)"}
