@@ -25,7 +25,7 @@ type Semantic struct {
 	Embedder vectors.Embedder // metered and retrying; nil = none
 	// Cache keeps the embedding stage's vectors across runs
 	// (config.Semantic.EmbedCache); nil = none. Queries do not use it.
-	Cache *vectors.Cache
+	Cache    *vectors.Cache
 	Raw      vectors.Embedder // the embedder itself (model, dim)
 	Store    vectors.Store
 	Usage    *vectors.Usage
