@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hindsight-dev/hindsight/bench"
 	"github.com/hindsight-dev/hindsight/config"
 	"github.com/hindsight-dev/hindsight/index"
 	"github.com/hindsight-dev/hindsight/vectors"
@@ -407,6 +408,8 @@ func TestBenchRelevanceFlags(t *testing.T) {
 		{[]string{"--dataset", "x", "--store", "qdrant"}, "--store"},
 		{[]string{"--dataset", "x", "--sweep-limit", "5"}, "--sweep-limit"},
 		{[]string{"--dataset", "x", "extra"}, "takes no arguments"},
+		{[]string{"--dataset", "x", "--query-timeout", "0s"}, "--query-timeout"},
+		{[]string{"--dataset", "x", "--sweep", "fusion=borda"}, "fusion"},
 	}
 	for _, tt := range tests {
 		_, err := parseBenchRelevance(tt.args, &config.Config{}, &bytes.Buffer{})
@@ -432,6 +435,16 @@ func TestBenchRelevanceFlags(t *testing.T) {
 	}
 	if c.Command != "hindsight bench relevance --dataset d --peers sqlite-fts5,weaviate-hybrid --sweep title.boost=1,2 --sweep rrf.k=10,60 --modes fulltext,hybrid,fulltext" {
 		t.Errorf("command = %q", c.Command)
+	}
+	if c.QueryTimeout != bench.DefaultQueryTimeout {
+		t.Errorf("query timeout = %v, want the default %v", c.QueryTimeout, bench.DefaultQueryTimeout)
+	}
+	c, err = parseBenchRelevance([]string{"--dataset", "d", "--query-timeout", "2m", "--sweep", "fusion=rrf,zscore"}, &config.Config{}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.QueryTimeout != 2*time.Minute || len(c.Sweeps) != 1 || !slices.Equal(c.Sweeps[0].Values, []float64{0, 2}) {
+		t.Errorf("query timeout %v, sweeps %+v; want 2m and fusion 0, 2", c.QueryTimeout, c.Sweeps)
 	}
 }
 
