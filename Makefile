@@ -18,8 +18,11 @@ test: fmt-check vet model weaviate chromium
 	HINDSIGHT_DATASETS=$(DATASETS) HINDSIGHT_REQUIRE_DATASETS=1 \
 	$(GO) test -race -count=1 -timeout 20m ./...
 
+# -buildvcs=auto stamps the commit into the binary (runtime/debug.ReadBuildInfo)
+# even where GOFLAGS says -buildvcs=false, so a bench result names the code
+# that measured it.
 build:
-	$(GO) build -o hindsight ./cmd/hindsight
+	$(GO) build -buildvcs=auto -o hindsight ./cmd/hindsight
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

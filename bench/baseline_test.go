@@ -19,7 +19,7 @@ func runOf(dataset string, mode string, scores map[string]float64, order []strin
 		r.PerQuery = append(r.PerQuery, QueryResult{QueryID: id, NDCG10: map[string]float64{mode: scores[id]}})
 		sum += scores[id]
 	}
-	r.Summaries = []Summary{{Mode: mode, NDCG10: sum / float64(len(order)), Recall100: 0.5, MRR10: 0.25, P50: time.Millisecond, P99: 3 * time.Millisecond, Queries: len(order)}}
+	r.Summaries = []Summary{{Mode: mode, Metrics: Metrics{NDCG10: sum / float64(len(order)), Recall100: 0.5, MRR10: 0.25}, P50: time.Millisecond, P99: 3 * time.Millisecond, Queries: len(order)}}
 	return r
 }
 

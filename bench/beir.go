@@ -17,10 +17,18 @@ import (
 )
 
 // Doc is one corpus document of a BEIR dataset.
-type Doc struct{ ID, Title, Text string }
+type Doc struct {
+	ID, Title, Text string
+	// Session is the document as a coding assistant's session, when the
+	// dataset has one (sessions.jsonl; see LoadBEIR); nil for plain BEIR
+	// documents.
+	Session *Session
+}
 
-// Query is one query of a BEIR dataset.
-type Query struct{ ID, Text string }
+// Query is one query of a BEIR dataset. Kind is the query's "kind" field
+// ("" when it has none): the coding-session set labels each query recall,
+// identifier or topic, and the metrics are also reported per kind.
+type Query struct{ ID, Text, Kind string }
 
 // Dataset is a BEIR-layout dataset loaded into memory by [LoadBEIR].
 //
@@ -120,6 +128,12 @@ const checkEvery = 1024
 //	corpus.jsonl or corpus.jsonl.gz    {"_id", "title", "text"} per line
 //	queries.jsonl or queries.jsonl.gz  {"_id", "text"} per line
 //	qrels/<split>.tsv                  query-id, corpus-id, score per line
+//	sessions.jsonl or .gz (optional)   {"id", "source", "title", "project",
+//	                                    "messages": [{"role", "text", "tool_output"?}]}
+//
+// A query's "kind", when present, is kept (Query.Kind). With a sessions
+// file every kept document gets its Session (the same id), so a run can sync
+// it as a plugin would rather than as one text.
 //
 // When both a plain and a .gz file exist the plain one is read; gzip is
 // recognised by its magic bytes, not by the name. An "_id" may be a JSON
@@ -215,6 +229,9 @@ func loadBEIR(ctx context.Context, dir string, opts LoadOptions) (*Dataset, erro
 		}
 	}
 
+	if err := attachSessions(ctx, dir, ds); err != nil {
+		return nil, err
+	}
 	ds.Qrels = make(map[string]map[string]int, len(ds.Queries))
 	for _, q := range ds.Queries {
 		ds.Qrels[q.ID] = qrels[q.ID]
@@ -316,7 +333,8 @@ func hasPositive(judgements map[string]int) bool {
 	return false
 }
 
-// findJSONL returns the path of dir/base.jsonl, or else dir/base.jsonl.gz.
+// findJSONL returns the path of dir/base.jsonl, or else dir/base.jsonl.gz;
+// the error wraps os.ErrNotExist when there is neither.
 func findJSONL(dir, base string) (string, error) {
 	plain := filepath.Join(dir, base+".jsonl")
 	for _, p := range []string{plain, plain + ".gz"} {
@@ -326,7 +344,7 @@ func findJSONL(dir, base string) (string, error) {
 			return "", err
 		}
 	}
-	return "", fmt.Errorf("neither %s nor %s.gz exists", plain, plain)
+	return "", fmt.Errorf("neither %s nor %s.gz exists: %w", plain, plain, os.ErrNotExist)
 }
 
 // findQrels picks the qrels file as documented on LoadOptions.Split.
@@ -416,6 +434,7 @@ type jsonlRecord struct {
 	ID    json.RawMessage `json:"_id"`
 	Title string          `json:"title"`
 	Text  string          `json:"text"`
+	Kind  string          `json:"kind"` // queries only
 }
 
 func decodeRecord(line []byte) (id string, rec jsonlRecord, err error) {
@@ -463,7 +482,7 @@ func readQueries(ctx context.Context, path string) ([]Query, error) {
 			return fmt.Errorf("duplicate query id %q (first on line %d)", id, prev)
 		}
 		seen[id] = n
-		qs = append(qs, Query{ID: id, Text: rec.Text})
+		qs = append(qs, Query{ID: id, Text: rec.Text, Kind: rec.Kind})
 		return nil
 	})
 	return qs, err

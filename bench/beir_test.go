@@ -682,7 +682,7 @@ func TestLoadBEIRSciFactContent(t *testing.T) {
 	first := ds.Corpus[0]
 	if first.ID != "4983" || !strings.HasPrefix(first.Title, "Microstructural development of human newborn cerebral white matter") ||
 		!strings.HasPrefix(first.Text, "Alterations of the architecture of cerebral white matter") {
-		t.Errorf("Corpus[0] = %.120q", first)
+		t.Errorf("Corpus[0] = %.120q %.120q %.120q", first.ID, first.Title, first.Text)
 	}
 	if got, want := ds.Queries[0], (Query{ID: "0", Text: "0-dimensional biomaterials lack inductive properties."}); got != want {
 		t.Errorf("Queries[0] = %+v, want %+v", got, want)

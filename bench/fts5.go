@@ -10,8 +10,15 @@ import (
 	_ "modernc.org/sqlite" // pure-Go SQLite with FTS5, registered as "sqlite"
 )
 
-// FTS5Name is the peer name of the SQLite FTS5 baseline.
-const FTS5Name = "sqlite-fts5"
+// Peer names of the SQLite FTS5 baseline: FTS5Name indexes each document's
+// Text (on the coding-session set, every message's text and tool output);
+// FTS5TextName indexes only the messages' text of a document that is a
+// session (Doc.Session), what Hindsight makes searchable, and the Text of
+// any other.
+const (
+	FTS5Name     = "sqlite-fts5"
+	FTS5TextName = "sqlite-fts5-text"
+)
 
 // FTS5 is a peer that ranks with SQLite's built-in full-text search: an
 // FTS5 table over title and text with the Porter stemmer
@@ -22,6 +29,7 @@ const FTS5Name = "sqlite-fts5"
 //
 // FTS5 is not safe for concurrent use (see [Peer]).
 type FTS5 struct {
+	name   string // FTS5Name or FTS5TextName
 	db     *sql.DB
 	search *sql.Stmt
 	// weighted holds the statements of SearchAt, by title weight.
@@ -30,7 +38,13 @@ type FTS5 struct {
 
 // OpenFTS5 creates an empty FTS5 index in the SQLite file at path, which
 // must not exist yet; "" keeps it in memory. The caller must Close it.
-func OpenFTS5(path string) (*FTS5, error) {
+func OpenFTS5(path string) (*FTS5, error) { return openFTS5(path, FTS5Name) }
+
+// OpenFTS5Text is OpenFTS5 for the peer that indexes sessions without their
+// tool output (FTS5TextName).
+func OpenFTS5Text(path string) (*FTS5, error) { return openFTS5(path, FTS5TextName) }
+
+func openFTS5(path, name string) (*FTS5, error) {
 	dsn := ":memory:"
 	if path != "" {
 		dsn = "file:" + path + "?mode=rwc"
@@ -58,11 +72,11 @@ func OpenFTS5(path string) (*FTS5, error) {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: prepare search: %w", err)
 	}
-	return &FTS5{db: db, search: search, weighted: map[float64]*sql.Stmt{}}, nil
+	return &FTS5{name: name, db: db, search: search, weighted: map[float64]*sql.Stmt{}}, nil
 }
 
-// Name returns FTS5Name.
-func (f *FTS5) Name() string { return FTS5Name }
+// Name returns FTS5Name or FTS5TextName.
+func (f *FTS5) Name() string { return f.name }
 
 // Index inserts docs in one transaction.
 func (f *FTS5) Index(ctx context.Context, docs []Doc) error {
@@ -77,7 +91,11 @@ func (f *FTS5) Index(ctx context.Context, docs []Doc) error {
 	}
 	defer ins.Close()
 	for _, d := range docs {
-		if _, err := ins.ExecContext(ctx, d.ID, d.Title, d.Text); err != nil {
+		text := d.Text
+		if f.name == FTS5TextName && d.Session != nil {
+			text = d.Session.MessageText()
+		}
+		if _, err := ins.ExecContext(ctx, d.ID, d.Title, text); err != nil {
 			return fmt.Errorf("insert %q: %w", d.ID, err)
 		}
 	}

@@ -98,3 +98,49 @@ func TestFTS5OnFile(t *testing.T) {
 		t.Error("OpenFTS5 on an existing index succeeded; want an error (the table exists)")
 	}
 }
+
+// TestFTS5TextPeer: the text-only peer leaves a session's tool output out,
+// and indexes other documents whole.
+func TestFTS5TextPeer(t *testing.T) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		open func(string) (*FTS5, error)
+		name string
+		want []string // for a word only tool output holds
+	}{
+		{OpenFTS5, FTS5Name, []string{"s1", "d2"}},
+		{OpenFTS5Text, FTS5TextName, []string{"d2"}},
+	} {
+		p, err := tt.open("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Name() != tt.name {
+			t.Errorf("Name = %q, want %q", p.Name(), tt.name)
+		}
+		s := &Session{Messages: []Message{
+			{Role: "user", Text: "why does the build fail"},
+			{Role: "assistant", Text: "the linker flag is wrong", ToolOutput: "ld: undefined symbol zorblax"},
+		}}
+		docs := []Doc{
+			{ID: "s1", Title: "build", Text: "why does the build fail\n\nthe linker flag is wrong\n\nld: undefined symbol zorblax", Session: s},
+			{ID: "d2", Text: "zorblax zorblax in a plain document"},
+		}
+		if err := p.Index(ctx, docs); err != nil {
+			t.Fatal(err)
+		}
+		got, err := p.Search(ctx, "zorblax", 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(got)
+		want := slices.Sorted(slices.Values(tt.want))
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: zorblax found %v, want %v", tt.name, got, want)
+		}
+		if got, err := p.Search(ctx, "linker", 10); err != nil || !slices.Equal(got, []string{"s1"}) {
+			t.Errorf("%s: linker found %v, %v; want [s1]", tt.name, got, err)
+		}
+		p.Close()
+	}
+}

@@ -130,11 +130,24 @@ func MRR(ranked []string, rel map[string]int, k int) float64 {
 	return 0
 }
 
+// Success returns 1 when a relevant doc is among the first k entries of
+// ranked, else 0 (Success@k; averaged over queries, the share of queries
+// answered within k).
+func Success(ranked []string, rel map[string]int, k int) float64 {
+	for _, id := range topK(ranked, k) {
+		if rel[id] > 0 {
+			return 1
+		}
+	}
+	return 0
+}
+
 // QueryResult is one query's outcome across ranking modes, for error
 // analysis. It is written as one JSON object by [WritePerQuery].
 type QueryResult struct {
 	QueryID string `json:"query_id"`
 	Query   string `json:"query"`
+	Kind    string `json:"kind,omitempty"` // the query's kind, if the dataset has kinds
 	// Relevant lists the ids judged relevant (grade > 0).
 	Relevant []string `json:"relevant"`
 	// Returned maps a mode (e.g. "text", "semantic", "hybrid") to the ids it
@@ -152,6 +165,7 @@ func NewQueryResult(q Query, rel map[string]int, returned map[string][]string) Q
 	r := QueryResult{
 		QueryID:  q.ID,
 		Query:    q.Text,
+		Kind:     q.Kind,
 		Relevant: []string{},
 		Returned: returned,
 		NDCG10:   make(map[string]float64, len(returned)),
@@ -187,45 +201,90 @@ func WritePerQuery(w io.Writer, rs []QueryResult) error {
 
 // Summary is the headline of one ranking mode over a dataset.
 type Summary struct {
-	Mode      string
-	NDCG10    float64 // mean nDCG@10
-	Recall100 float64 // mean Recall@100
-	MRR10     float64 // mean MRR@10
-	P50, P99  time.Duration
-	Queries   int // queries averaged over: len(ds.Queries)
-	Missing   int // queries of ds without an entry in ranked; they score 0
+	Mode string
+	Metrics
+	P50, P99 time.Duration
+	Queries  int // queries averaged over: len(ds.Queries)
+	Missing  int // queries of ds without an entry in ranked; they score 0
 	// TimedOut counts a peer's queries stopped at the query time limit
 	// (they are among Missing); Failed says why a peer was given up on,
 	// "" when it answered to the end.
 	TimedOut int
 	Failed   string
+	// ByKind holds the same means over the queries of each kind, when the
+	// dataset's queries have kinds (Query.Kind); nil otherwise.
+	ByKind map[string]Metrics
 }
 
-// Summarize averages NDCG@10, Recall@100 and MRR@10 over every query of ds
-// (not only those present in ranked: a query the mode did not answer
-// scores 0 and is counted in Missing; entries for unknown query ids are
-// ignored), and takes the nearest-rank 50th and 99th percentiles of lat
-// (see [Percentile]). With a nil ds or no queries the means are 0.
+// Metrics are the mean relevance metrics of a mode over a set of queries.
+type Metrics struct {
+	NDCG10    float64 // mean nDCG@10
+	Recall100 float64 // mean Recall@100
+	MRR10     float64 // mean MRR@10
+	Success1  float64 // share of queries with a relevant doc first
+	Success10 float64 // share of queries with a relevant doc in the top 10
+	Queries   int     // queries averaged over
+}
+
+// add adds one query's scores of ranked to the sums in m.
+func (m *Metrics) add(ranked []string, rel map[string]int) {
+	m.NDCG10 += NDCG(ranked, rel, 10)
+	m.Recall100 += Recall(ranked, rel, 100)
+	m.MRR10 += MRR(ranked, rel, 10)
+	m.Success1 += Success(ranked, rel, 1)
+	m.Success10 += Success(ranked, rel, 10)
+}
+
+// mean divides the sums by m.Queries.
+func (m *Metrics) mean() {
+	if m.Queries == 0 {
+		return
+	}
+	n := float64(m.Queries)
+	m.NDCG10 /= n
+	m.Recall100 /= n
+	m.MRR10 /= n
+	m.Success1 /= n
+	m.Success10 /= n
+}
+
+// Summarize averages nDCG@10, Recall@100, MRR@10 and Success@1/@10 over
+// every query of ds (not only those present in ranked: a query the mode did
+// not answer scores 0 and is counted in Missing; entries for unknown query
+// ids are ignored), overall and per query kind, and takes the nearest-rank
+// 50th and 99th percentiles of lat (see [Percentile]). With a nil ds or no
+// queries the means are 0.
 func Summarize(mode string, ranked map[string][]string, ds *Dataset, lat []time.Duration) Summary {
 	s := Summary{Mode: mode, P50: Percentile(lat, 50), P99: Percentile(lat, 99)}
 	if ds == nil || len(ds.Queries) == 0 {
 		return s
 	}
+	kinds := map[string]*Metrics{}
 	for _, q := range ds.Queries {
+		k := kinds[q.Kind]
+		if k == nil {
+			k = &Metrics{}
+			kinds[q.Kind] = k
+		}
+		k.Queries++
 		list, ok := ranked[q.ID]
 		if !ok {
 			s.Missing++
 			continue
 		}
 		rel := ds.Qrels[q.ID]
-		s.NDCG10 += NDCG(list, rel, 10)
-		s.Recall100 += Recall(list, rel, 100)
-		s.MRR10 += MRR(list, rel, 10)
+		s.Metrics.add(list, rel)
+		k.add(list, rel)
 	}
 	s.Queries = len(ds.Queries)
-	n := float64(s.Queries)
-	s.NDCG10 /= n
-	s.Recall100 /= n
-	s.MRR10 /= n
+	s.Metrics.Queries = s.Queries
+	s.Metrics.mean()
+	if _, none := kinds[""]; !none {
+		s.ByKind = make(map[string]Metrics, len(kinds))
+		for kind, m := range kinds {
+			m.mean()
+			s.ByKind[kind] = *m
+		}
+	}
 	return s
 }

@@ -262,7 +262,7 @@ func TestWritePerQueryErrors(t *testing.T) {
 
 func TestSummarize(t *testing.T) {
 	ds := &Dataset{
-		Queries: []Query{{ID: "q1"}, {ID: "q2"}, {ID: "q3"}},
+		Queries: []Query{{ID: "q1", Kind: "topic"}, {ID: "q2", Kind: "recall"}, {ID: "q3", Kind: "topic"}},
 		Qrels: map[string]map[string]int{
 			"q1": {"a": 1},
 			"q2": {"b": 1, "c": 1},
@@ -270,34 +270,80 @@ func TestSummarize(t *testing.T) {
 		},
 	}
 	ranked := map[string][]string{
-		"q1":    {"a"},      // nDCG 1, recall 1, MRR 1
-		"q2":    {"x", "c"}, // nDCG (1/log2(3)) / (1 + 1/log2(3)), recall 1/2, MRR 1/2
+		"q1":    {"a"},      // nDCG 1, recall 1, MRR 1, success@1 1
+		"q2":    {"x", "c"}, // nDCG (1/log2(3)) / (1 + 1/log2(3)), recall 1/2, MRR 1/2, success@1 0, success@10 1
 		"other": {"a"},      // not a query of ds: ignored
 		// q3 missing: scores 0 and counts in Missing
 	}
+	q2NDCG := (1 / log2of3) / (1 + 1/log2of3)
 	lat := []time.Duration{3 * time.Millisecond, 1 * time.Millisecond, 2 * time.Millisecond, 10 * time.Millisecond}
 	got := Summarize("hybrid", ranked, ds, lat)
 	want := Summary{
-		Mode:      "hybrid",
-		NDCG10:    (1 + (1/log2of3)/(1+1/log2of3)) / 3,
-		Recall100: (1 + 0.5) / 3,
-		MRR10:     (1 + 0.5) / 3,
-		P50:       2 * time.Millisecond,  // nearest rank ceil(0.50*4) = 2 of 1,2,3,10
-		P99:       10 * time.Millisecond, // nearest rank ceil(0.99*4) = 4
-		Queries:   3,
-		Missing:   1,
+		Mode: "hybrid",
+		Metrics: Metrics{
+			NDCG10:    (1 + q2NDCG) / 3,
+			Recall100: (1 + 0.5) / 3,
+			MRR10:     (1 + 0.5) / 3,
+			Success1:  1.0 / 3,
+			Success10: 2.0 / 3,
+			Queries:   3,
+		},
+		P50:     2 * time.Millisecond,  // nearest rank ceil(0.50*4) = 2 of 1,2,3,10
+		P99:     10 * time.Millisecond, // nearest rank ceil(0.99*4) = 4
+		Queries: 3,
+		Missing: 1,
+		ByKind: map[string]Metrics{
+			"topic":  {NDCG10: 0.5, Recall100: 0.5, MRR10: 0.5, Success1: 0.5, Success10: 0.5, Queries: 2},
+			"recall": {NDCG10: q2NDCG, Recall100: 0.5, MRR10: 0.5, Success1: 0, Success10: 1, Queries: 1},
+		},
 	}
-	if math.Abs(got.NDCG10-want.NDCG10) > eps || math.Abs(got.Recall100-want.Recall100) > eps || math.Abs(got.MRR10-want.MRR10) > eps {
-		t.Errorf("means = %v %v %v, want %v %v %v", got.NDCG10, got.Recall100, got.MRR10, want.NDCG10, want.Recall100, want.MRR10)
+	near := func(a, b Metrics) bool {
+		return a.Queries == b.Queries && math.Abs(a.NDCG10-b.NDCG10) < eps && math.Abs(a.Recall100-b.Recall100) < eps &&
+			math.Abs(a.MRR10-b.MRR10) < eps && math.Abs(a.Success1-b.Success1) < eps && math.Abs(a.Success10-b.Success10) < eps
 	}
-	got.NDCG10, got.Recall100, got.MRR10 = want.NDCG10, want.Recall100, want.MRR10
-	if got != want {
+	if !near(got.Metrics, want.Metrics) {
+		t.Errorf("means = %+v, want %+v", got.Metrics, want.Metrics)
+	}
+	if len(got.ByKind) != len(want.ByKind) {
+		t.Errorf("ByKind = %+v, want %+v", got.ByKind, want.ByKind)
+	}
+	for k, w := range want.ByKind {
+		if !near(got.ByKind[k], w) {
+			t.Errorf("ByKind[%s] = %+v, want %+v", k, got.ByKind[k], w)
+		}
+	}
+	got.Metrics, got.ByKind, want.ByKind = want.Metrics, nil, nil
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Summarize = %+v, want %+v", got, want)
 	}
 
+	// Queries without kinds: no ByKind.
+	plain := &Dataset{Queries: []Query{{ID: "q1"}}, Qrels: ds.Qrels}
+	if got := Summarize("text", ranked, plain, nil); got.ByKind != nil || got.NDCG10 != 1 {
+		t.Errorf("without kinds: Summarize = %+v, want nDCG@10 1 and no ByKind", got)
+	}
 	for name, ds := range map[string]*Dataset{"nil dataset": nil, "no queries": {}} {
-		if got, want := Summarize("text", ranked, ds, nil), (Summary{Mode: "text"}); got != want {
+		if got, want := Summarize("text", ranked, ds, nil), (Summary{Mode: "text"}); !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: Summarize = %+v, want %+v", name, got, want)
+		}
+	}
+}
+
+func TestSuccess(t *testing.T) {
+	rel := map[string]int{"a": 2, "b": 0}
+	for _, tt := range []struct {
+		ranked []string
+		k      int
+		want   float64
+	}{
+		{[]string{"a"}, 1, 1},
+		{[]string{"b", "a"}, 1, 0}, // grade 0 is not relevant
+		{[]string{"b", "a"}, 2, 1},
+		{[]string{"x", "x", "a"}, 2, 0},
+		{nil, 10, 0},
+	} {
+		if got := Success(tt.ranked, rel, tt.k); got != tt.want {
+			t.Errorf("Success(%v, @%d) = %v, want %v", tt.ranked, tt.k, got, tt.want)
 		}
 	}
 }

@@ -66,7 +66,7 @@ type RelevanceResult struct {
 	Peers     []string
 	Summaries []Summary
 	// PerQuery holds one entry per query, in dataset order. A result read
-	// back from JSON has only QueryID and NDCG10 filled in.
+	// back from JSON has only QueryID, Kind and NDCG10 filled in.
 	PerQuery []QueryResult
 	// Latencies holds, per mode, the time of every query in dataset order.
 	Latencies map[string][]time.Duration
@@ -75,6 +75,9 @@ type RelevanceResult struct {
 	// the peer's name.
 	PeerSweeps []*SweepResult
 	Baseline   *Comparison
+	// Paired compares systems of this run query by query (DefaultPairs),
+	// overall and per query kind.
+	Paired []PairedComparison
 }
 
 // RunRelevance runs every query of ds in every mode through search, one
@@ -214,15 +217,50 @@ func (r *RelevanceResult) PerQueryNDCG(mode string) map[string]float64 {
 }
 
 type jsonSummary struct {
-	Mode      string  `json:"mode"`
+	Mode      string              `json:"mode"`
+	NDCG10    float64             `json:"ndcg@10"`
+	Recall100 float64             `json:"recall@100"`
+	MRR10     float64             `json:"mrr@10"`
+	Success1  float64             `json:"success@1"`
+	Success10 float64             `json:"success@10"`
+	P50ms     float64             `json:"p50_ms"`
+	P99ms     float64             `json:"p99_ms"`
+	Missing   int                 `json:"missing,omitempty"`
+	TimedOut  int                 `json:"timed_out,omitempty"`
+	Failed    string              `json:"failed,omitempty"`
+	ByKind    map[string]jsonKind `json:"by_kind,omitempty"`
+}
+
+// jsonKind is a mode's metrics over the queries of one kind.
+type jsonKind struct {
+	Queries   int     `json:"queries"`
 	NDCG10    float64 `json:"ndcg@10"`
 	Recall100 float64 `json:"recall@100"`
 	MRR10     float64 `json:"mrr@10"`
-	P50ms     float64 `json:"p50_ms"`
-	P99ms     float64 `json:"p99_ms"`
-	Missing   int     `json:"missing,omitempty"`
-	TimedOut  int     `json:"timed_out,omitempty"`
-	Failed    string  `json:"failed,omitempty"`
+	Success1  float64 `json:"success@1"`
+	Success10 float64 `json:"success@10"`
+}
+
+func toJSONKinds(by map[string]Metrics) map[string]jsonKind {
+	if by == nil {
+		return nil
+	}
+	out := make(map[string]jsonKind, len(by))
+	for k, m := range by {
+		out[k] = jsonKind{m.Queries, round4(m.NDCG10), round4(m.Recall100), round4(m.MRR10), round4(m.Success1), round4(m.Success10)}
+	}
+	return out
+}
+
+func fromJSONKinds(by map[string]jsonKind) map[string]Metrics {
+	if by == nil {
+		return nil
+	}
+	out := make(map[string]Metrics, len(by))
+	for k, m := range by {
+		out[k] = Metrics{NDCG10: m.NDCG10, Recall100: m.Recall100, MRR10: m.MRR10, Success1: m.Success1, Success10: m.Success10, Queries: m.Queries}
+	}
+	return out
 }
 
 // jsonPerQuery stores per-query scores column-wise: one array per mode,
@@ -230,6 +268,7 @@ type jsonSummary struct {
 // can test its difference against this one query by query (--baseline).
 type jsonPerQuery struct {
 	QueryIDs  []string             `json:"query_ids"`
+	Kinds     []string             `json:"kinds,omitempty"` // aligned with QueryIDs, when the queries have kinds
 	NDCG10    map[string][]float64 `json:"ndcg@10"`
 	LatencyMs map[string][]float64 `json:"latency_ms,omitempty"`
 }
@@ -243,6 +282,8 @@ type jsonSweepRow struct {
 	Recall  float64 `json:"recall@limit"`
 	P50ms   float64 `json:"p50_ms"`
 	P99ms   float64 `json:"p99_ms"`
+	// ByKind: per query kind; recall@100 there is recall at the limit.
+	ByKind map[string]jsonKind `json:"by_kind,omitempty"`
 }
 
 type jsonSweep struct {
@@ -291,6 +332,15 @@ type jsonResult struct {
 	// PeerSweeps: one per tunable peer.
 	PeerSweeps []*jsonSweep    `json:"peer_sweeps,omitempty"`
 	Baseline   *jsonComparison `json:"baseline,omitempty"`
+	Paired     []jsonPaired    `json:"paired,omitempty"`
+}
+
+// jsonPaired is a PairedComparison; kind "" (all queries) is omitted.
+type jsonPaired struct {
+	A    string    `json:"a"`
+	B    string    `json:"b"`
+	Kind string    `json:"kind,omitempty"`
+	Test *jsonTest `json:"test"`
 }
 
 // MarshalJSON gives the machine-readable shape:
@@ -305,7 +355,8 @@ type jsonResult struct {
 func (r RelevanceResult) MarshalJSON() ([]byte, error) {
 	out := jsonResult{Dataset: r.Dataset, Docs: r.Docs, Queries: r.Queries, Settings: r.Settings, Peers: r.Peers, Results: []jsonSummary{}}
 	for _, s := range r.Summaries {
-		out.Results = append(out.Results, jsonSummary{s.Mode, round4(s.NDCG10), round4(s.Recall100), round4(s.MRR10), millis(s.P50), millis(s.P99), s.Missing, s.TimedOut, s.Failed})
+		out.Results = append(out.Results, jsonSummary{s.Mode, round4(s.NDCG10), round4(s.Recall100), round4(s.MRR10), round4(s.Success1), round4(s.Success10),
+			millis(s.P50), millis(s.P99), s.Missing, s.TimedOut, s.Failed, toJSONKinds(s.ByKind)})
 	}
 	if len(r.PerQuery) > 0 {
 		pq := &jsonPerQuery{QueryIDs: make([]string, len(r.PerQuery)), NDCG10: map[string][]float64{}}
@@ -328,6 +379,12 @@ func (r RelevanceResult) MarshalJSON() ([]byte, error) {
 		}
 		for i, q := range r.PerQuery {
 			pq.QueryIDs[i] = q.QueryID
+			if q.Kind != "" {
+				if pq.Kinds == nil {
+					pq.Kinds = make([]string, len(r.PerQuery))
+				}
+				pq.Kinds[i] = q.Kind
+			}
 		}
 		out.PerQuery = pq
 	}
@@ -338,6 +395,9 @@ func (r RelevanceResult) MarshalJSON() ([]byte, error) {
 		out.PeerSweeps = append(out.PeerSweeps, toJSONSweep(sw))
 	}
 	out.Baseline = r.Baseline.toJSON()
+	for _, c := range r.Paired {
+		out.Paired = append(out.Paired, jsonPaired{c.A, c.B, c.Kind, toJSONTest(&c.Test)})
+	}
 	return json.Marshal(out)
 }
 
@@ -353,10 +413,15 @@ func (r *RelevanceResult) UnmarshalJSON(b []byte) error {
 	}
 	*r = RelevanceResult{Dataset: in.Dataset, Docs: in.Docs, Queries: in.Queries, Settings: in.Settings, Peers: in.Peers}
 	for _, s := range in.Results {
-		r.Summaries = append(r.Summaries, Summary{Mode: s.Mode, NDCG10: s.NDCG10, Recall100: s.Recall100, MRR10: s.MRR10,
-			P50: fromMillis(s.P50ms), P99: fromMillis(s.P99ms), Queries: in.Queries, Missing: s.Missing, TimedOut: s.TimedOut, Failed: s.Failed})
+		r.Summaries = append(r.Summaries, Summary{Mode: s.Mode,
+			Metrics: Metrics{NDCG10: s.NDCG10, Recall100: s.Recall100, MRR10: s.MRR10, Success1: s.Success1, Success10: s.Success10, Queries: in.Queries},
+			P50:     fromMillis(s.P50ms), P99: fromMillis(s.P99ms), Queries: in.Queries, Missing: s.Missing, TimedOut: s.TimedOut, Failed: s.Failed,
+			ByKind: fromJSONKinds(s.ByKind)})
 	}
 	if pq := in.PerQuery; pq != nil {
+		if pq.Kinds != nil && len(pq.Kinds) != len(pq.QueryIDs) {
+			return fmt.Errorf("per_query: %d kinds, %d query ids", len(pq.Kinds), len(pq.QueryIDs))
+		}
 		for mode, col := range pq.NDCG10 {
 			if len(col) != len(pq.QueryIDs) {
 				return fmt.Errorf("per_query: %d nDCG@10 values for %s, %d query ids", len(col), mode, len(pq.QueryIDs))
@@ -365,6 +430,9 @@ func (r *RelevanceResult) UnmarshalJSON(b []byte) error {
 		r.PerQuery = make([]QueryResult, len(pq.QueryIDs))
 		for i, id := range pq.QueryIDs {
 			q := QueryResult{QueryID: id, NDCG10: map[string]float64{}}
+			if pq.Kinds != nil {
+				q.Kind = pq.Kinds[i]
+			}
 			for mode, col := range pq.NDCG10 {
 				q.NDCG10[mode] = col[i]
 			}
@@ -385,6 +453,11 @@ func (r *RelevanceResult) UnmarshalJSON(b []byte) error {
 	for _, js := range in.PeerSweeps {
 		r.PeerSweeps = append(r.PeerSweeps, fromJSONSweep(js))
 	}
+	for _, c := range in.Paired {
+		if c.Test != nil {
+			r.Paired = append(r.Paired, PairedComparison{A: c.A, B: c.B, Kind: c.Kind, Test: fromJSONTest(c.Test)})
+		}
+	}
 	return nil
 }
 
@@ -392,7 +465,7 @@ func toJSONSweep(sw *SweepResult) *jsonSweep {
 	js := &jsonSweep{Mode: sw.Mode, Limit: sw.Limit, Note: sw.Note, Rows: []jsonSweepRow{}, BestVsDefault: toJSONTest(sw.Test)}
 	for _, row := range sw.Rows {
 		js.Rows = append(js.Rows, jsonSweepRow{row.Point.String(), row.Point, row.Default,
-			round4(row.NDCG10), round4(row.MRR10), round4(row.Recall), millis(row.P50), millis(row.P99)})
+			round4(row.NDCG10), round4(row.MRR10), round4(row.Recall), millis(row.P50), millis(row.P99), toJSONKinds(row.ByKind)})
 	}
 	return js
 }
@@ -401,22 +474,27 @@ func fromJSONSweep(js *jsonSweep) *SweepResult {
 	sw := &SweepResult{Mode: js.Mode, Limit: js.Limit, Note: js.Note}
 	for i, row := range js.Rows {
 		sw.Rows = append(sw.Rows, SweepRow{Point: row.Point, Default: row.Default, NDCG10: row.NDCG10, MRR10: row.MRR10,
-			Recall: row.Recall, P50: fromMillis(row.P50ms), P99: fromMillis(row.P99ms)})
+			Recall: row.Recall, P50: fromMillis(row.P50ms), P99: fromMillis(row.P99ms), ByKind: fromJSONKinds(row.ByKind)})
 		if row.Default {
 			sw.Default = i
 		}
 	}
 	if t := js.BestVsDefault; t != nil {
-		pt := PairedTest{N: t.N, MeanDiff: t.MeanDiff, P: t.P, Rounds: t.Rounds, T: math.NaN(), PT: math.NaN()}
-		if t.T != nil {
-			pt.T = *t.T
-		}
-		if t.PT != nil {
-			pt.PT = *t.PT
-		}
+		pt := fromJSONTest(t)
 		sw.Test = &pt
 	}
 	return sw
+}
+
+func fromJSONTest(t *jsonTest) PairedTest {
+	pt := PairedTest{N: t.N, MeanDiff: t.MeanDiff, P: t.P, Rounds: t.Rounds, T: math.NaN(), PT: math.NaN()}
+	if t.T != nil {
+		pt.T = *t.T
+	}
+	if t.PT != nil {
+		pt.PT = *t.PT
+	}
+	return pt
 }
 
 // ReadResult reads a result.json written by an earlier run.
@@ -446,9 +524,28 @@ func fromMillis(ms float64) time.Duration { return time.Duration(math.Round(ms *
 // and the comparison with a baseline when the run has them.
 func PrintRelevance(w io.Writer, r RelevanceResult) {
 	fmt.Fprintf(w, "dataset %s, %d documents, %d queries\n", r.Dataset, r.Docs, r.Queries)
-	fmt.Fprintf(w, "%-26s %8s %10s %8s %9s %9s\n", "mode", "nDCG@10", "Recall@100", "MRR@10", "p50 ms", "p99 ms")
+	fmt.Fprintf(w, "%-26s %8s %10s %8s %9s %10s %9s %9s\n", "mode", "nDCG@10", "Recall@100", "MRR@10", "Success@1", "Success@10", "p50 ms", "p99 ms")
 	for _, s := range r.Summaries {
-		fmt.Fprintf(w, "%-26s %8.4f %10.4f %8.4f %9.2f %9.2f\n", s.Mode, s.NDCG10, s.Recall100, s.MRR10, millis(s.P50), millis(s.P99))
+		fmt.Fprintf(w, "%-26s %8.4f %10.4f %8.4f %9.4f %10.4f %9.2f %9.2f\n", s.Mode, s.NDCG10, s.Recall100, s.MRR10, s.Success1, s.Success10, millis(s.P50), millis(s.P99))
+	}
+	if kinds := r.Kinds(); len(kinds) > 0 {
+		fmt.Fprintf(w, "\nby query kind: nDCG@10 / MRR@10 / Success@1 / Success@10\n%-26s", "mode")
+		for _, k := range kinds {
+			fmt.Fprintf(w, " %-30s", fmt.Sprintf("%s (%d)", k.Name, k.Queries))
+		}
+		fmt.Fprintln(w)
+		for _, s := range r.Summaries {
+			fmt.Fprintf(w, "%-26s", s.Mode)
+			for _, k := range kinds {
+				m := s.ByKind[k.Name]
+				fmt.Fprintf(w, " %-30s", fmt.Sprintf("%.4f %.4f %.4f %.4f", m.NDCG10, m.MRR10, m.Success1, m.Success10))
+			}
+			fmt.Fprintln(w)
+		}
+	}
+	if len(r.Paired) > 0 {
+		fmt.Fprintln(w)
+		PrintPaired(w, r.Paired)
 	}
 	if r.Sweep != nil {
 		fmt.Fprintln(w)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -132,8 +133,8 @@ func RelevanceMarkdown(r *RelevanceResult) string {
 	if len(r.Summaries) > 0 {
 		ref = r.Summaries[0].Mode
 	}
-	fmt.Fprintf(&b, "| system | nDCG@10 (95%% CI) | vs %s: ΔnDCG@10 (p) | Recall@100 | MRR@10 | p50 ms | p99 ms |\n", ref)
-	b.WriteString("|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| system | nDCG@10 (95%% CI) | vs %s: ΔnDCG@10 (p) | Recall@100 | MRR@10 | Success@1 | Success@10 | p50 ms | p99 ms |\n", ref)
+	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 	refCol := ndcgColumn(r, ref)
 	for _, s := range r.Summaries {
 		name := s.Mode
@@ -149,19 +150,21 @@ func RelevanceMarkdown(r *RelevanceResult) string {
 			}
 		}
 		if s.Failed != "" {
-			fmt.Fprintf(&b, "| %s | **failed**: %s | – | – | – | – | – |\n", name, strings.ReplaceAll(s.Failed, "|", `\|`))
+			fmt.Fprintf(&b, "| %s | **failed**: %s | – | – | – | – | – | – | – |\n", name, strings.ReplaceAll(s.Failed, "|", `\|`))
 			continue
 		}
 		if s.TimedOut > 0 {
 			name += fmt.Sprintf(" (%d queries timed out, scored 0)", s.TimedOut)
 		}
-		fmt.Fprintf(&b, "| %s | %.4f ± %.3f | %s | %.4f | %.4f | %.2f | %.2f |\n", name, s.NDCG10, ci, vs, s.Recall100, s.MRR10, millis(s.P50), millis(s.P99))
+		fmt.Fprintf(&b, "| %s | %.4f ± %.3f | %s | %.4f | %.4f | %.4f | %.4f | %.2f | %.2f |\n", name, s.NDCG10, ci, vs, s.Recall100, s.MRR10,
+			s.Success1, s.Success10, millis(s.P50), millis(s.P99))
 	}
 	fmt.Fprintf(&b, "\nThe third column compares each system with %s query by query (paired randomisation test, %d sign flips).", ref, testRounds)
 	b.WriteString(" Metrics are means over all queries (a query a system could not answer scores 0), computed as BEIR/pytrec_eval do. " +
 		"Latency is the wall time of one query as the bench calls the system (in-process for Hindsight's ranking engine and SQLite, " +
 		"over loopback HTTP for a server such as Weaviate), including the query's embedding where there is one, one query at a time after a warm-up.\n\n")
 	fmt.Fprintf(&b, "![nDCG@10 by mode and peer](%s)\n\n![Query latency CDF](%s)\n", NDCGChart, LatencyChart)
+	kindsMarkdown(&b, r)
 
 	if sw := r.Sweep; sw != nil {
 		fmt.Fprintf(&b, "\n## Sweep of %s\n\n", sw.Mode)
@@ -178,6 +181,7 @@ func RelevanceMarkdown(r *RelevanceResult) string {
 			}
 			fmt.Fprintf(&b, "| %s | %.4f | %.4f | %.4f | %.2f | %.2f |\n", label, row.NDCG10, row.MRR10, row.Recall, millis(row.P50), millis(row.P99))
 		}
+		sweepKindsMarkdown(&b, sw.Rows, r.Kinds())
 		if sw.Test == nil {
 			b.WriteString("\nThe default is the best point.\n")
 		} else {
@@ -244,4 +248,65 @@ func writeResultJSON(dir string, v any) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, ResultFile), append(b, '\n'), 0o644)
+}
+
+// kindsMarkdown writes the per-kind table and the paired tests, when the
+// run's queries have kinds or it compared systems.
+func kindsMarkdown(b *strings.Builder, r *RelevanceResult) {
+	if kinds := r.Kinds(); len(kinds) > 0 {
+		b.WriteString("\n## By query kind\n\nnDCG@10 / MRR@10 / Success@1 / Success@10 over the queries of each kind.\n\n| system |")
+		for _, k := range kinds {
+			fmt.Fprintf(b, " %s (%d queries) |", k.Name, k.Queries)
+		}
+		b.WriteString("\n|---|" + strings.Repeat("---|", len(kinds)) + "\n")
+		for _, s := range r.Summaries {
+			if s.Failed != "" {
+				continue
+			}
+			fmt.Fprintf(b, "| %s |", s.Mode)
+			for _, k := range kinds {
+				m := s.ByKind[k.Name]
+				fmt.Fprintf(b, " %.4f / %.4f / %.4f / %.4f |", m.NDCG10, m.MRR10, m.Success1, m.Success10)
+			}
+			b.WriteString("\n")
+		}
+	}
+	if len(r.Paired) > 0 {
+		fmt.Fprintf(b, "\n## Paired tests\n\nPer-query nDCG@10 of A minus B over the same queries: paired randomisation test (%d sign flips) and paired t-test.\n\n", testRounds)
+		b.WriteString("| A | B | queries | mean A − B | p (randomisation) | p (t-test) |\n|---|---|---|---|---|---|\n")
+		for _, c := range r.Paired {
+			kind := "all"
+			if c.Kind != "" {
+				kind = c.Kind
+			}
+			pt := "–"
+			if !math.IsNaN(c.Test.PT) {
+				pt = fmt.Sprintf("%.4f", c.Test.PT)
+			}
+			fmt.Fprintf(b, "| %s | %s | %s (%d) | %+.4f | %s | %s |\n", c.A, c.B, kind, c.Test.N, c.Test.MeanDiff, pValue(c.Test.P), pt)
+		}
+	}
+}
+
+// sweepKindsMarkdown writes nDCG@10 per query kind of every sweep point.
+func sweepKindsMarkdown(b *strings.Builder, rows []SweepRow, kinds []KindCount) {
+	if len(kinds) == 0 {
+		return
+	}
+	b.WriteString("\nnDCG@10 by query kind:\n\n| point |")
+	for _, k := range kinds {
+		fmt.Fprintf(b, " %s |", k.Name)
+	}
+	b.WriteString("\n|---|" + strings.Repeat("---|", len(kinds)) + "\n")
+	for _, row := range rows {
+		label := row.Point.String()
+		if row.Default {
+			label = "**" + label + " (default)**"
+		}
+		fmt.Fprintf(b, "| %s |", label)
+		for _, k := range kinds {
+			fmt.Fprintf(b, " %.4f |", row.ByKind[k.Name].NDCG10)
+		}
+		b.WriteString("\n")
+	}
 }

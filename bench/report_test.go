@@ -54,7 +54,7 @@ func sampleResult() *RelevanceResult {
 	r.PerQuery[0].NDCG10["sqlite-fts5"] = 0.5
 	r.PerQuery[1].NDCG10["sqlite-fts5"] = 0.5
 	r.PerQuery[2].NDCG10["sqlite-fts5"] = 0.5
-	r.Summaries = append(r.Summaries, Summary{Mode: "sqlite-fts5", NDCG10: 0.5, Recall100: 0.9, MRR10: 0.4, P50: 2 * time.Millisecond, P99: 9 * time.Millisecond})
+	r.Summaries = append(r.Summaries, Summary{Mode: "sqlite-fts5", Metrics: Metrics{NDCG10: 0.5, Recall100: 0.9, MRR10: 0.4}, P50: 2 * time.Millisecond, P99: 9 * time.Millisecond})
 	r.Peers = []string{"sqlite-fts5"}
 	r.Latencies = map[string][]time.Duration{
 		"fulltext":    {time.Millisecond, 2 * time.Millisecond, 0},
@@ -94,7 +94,7 @@ func TestWriteRelevanceFiles(t *testing.T) {
 		"# Relevance on scifact-train",
 		"hindsight bench relevance --dataset x",
 		"| fulltext | 0.5000 ± ",
-		"| sqlite-fts5 (peer) | 0.5000 ± 0.000 | +0.0000 (p = 1.0000) | 0.9000 | 0.4000 | 2.00 | 9.00 |",
+		"| sqlite-fts5 (peer) | 0.5000 ± 0.000 | +0.0000 (p = 1.0000) | 0.9000 | 0.4000 | 0.0000 | 0.0000 | 2.00 | 9.00 |",
 		"](ndcg.svg)", "](latency_cdf.svg)", "](sweep.svg)",
 		"| **title.boost=1 (default)** | 0.5000 |",
 		"mean nDCG@10 difference +0.1000 over 3 queries, randomisation p = 0.5000, paired t-test p = 0.4200 (not significant)",

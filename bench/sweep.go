@@ -129,6 +129,8 @@ type SweepOptions struct {
 	Progress io.Writer
 	// Note is printed with the table, e.g. how latency was measured.
 	Note string
+	// QueryTimeout bounds every query (RelevanceOptions.QueryTimeout).
+	QueryTimeout time.Duration
 	// peer: the mode is a peer's (its queries are bounded and its
 	// failures are errors, not a lost run: see RelevanceOptions.Peers).
 	peer bool
@@ -145,6 +147,9 @@ type SweepRow struct {
 	P99     time.Duration
 	// PerQuery holds nDCG@10 of every query, in dataset order.
 	PerQuery []float64
+	// ByKind holds the metrics per query kind, when the queries have kinds
+	// (Recall100 is then recall at the sweep's limit).
+	ByKind map[string]Metrics
 }
 
 // SweepResult is a measured grid, best first.
@@ -250,7 +255,7 @@ func RunSweep(ctx context.Context, ds *Dataset, at PointSearch, o SweepOptions) 
 			return nil, fmt.Errorf("sweep %s: %w", p, err)
 		}
 		label := fmt.Sprintf("sweep %d/%d %s", i+1, len(points), p)
-		row, err := measurePoint(ctx, ds, search, o.Mode, o.Limit, label, o.Progress, o.peer)
+		row, err := measurePoint(ctx, ds, search, o, label)
 		if err != nil {
 			return nil, fmt.Errorf("sweep %s: %w", p, err)
 		}
@@ -295,9 +300,9 @@ func sweepDefault(like Point, def Point) (Point, error) {
 	return out, nil
 }
 
-func measurePoint(ctx context.Context, ds *Dataset, search SearchFunc, mode string, limit int, label string, progressOut io.Writer, peer bool) (SweepRow, error) {
-	o := RelevanceOptions{Modes: []string{mode}, Depth: limit, Progress: progressOut, Label: label}
-	if peer {
+func measurePoint(ctx context.Context, ds *Dataset, search SearchFunc, so SweepOptions, label string) (SweepRow, error) {
+	o := RelevanceOptions{Modes: []string{so.Mode}, Depth: so.Limit, Progress: so.Progress, Label: label, QueryTimeout: so.QueryTimeout}
+	if so.peer {
 		o.Peers = o.Modes
 	}
 	res, err := RunRelevance(ctx, ds, search, o)
@@ -308,10 +313,10 @@ func measurePoint(ctx context.Context, ds *Dataset, search SearchFunc, mode stri
 	if s.Failed != "" {
 		return SweepRow{}, errors.New(s.Failed)
 	}
-	row := SweepRow{NDCG10: s.NDCG10, MRR10: s.MRR10, P50: s.P50, P99: s.P99, PerQuery: make([]float64, len(ds.Queries))}
+	row := SweepRow{NDCG10: s.NDCG10, MRR10: s.MRR10, P50: s.P50, P99: s.P99, PerQuery: make([]float64, len(ds.Queries)), ByKind: s.ByKind}
 	for i, q := range ds.Queries {
-		row.PerQuery[i] = res.PerQuery[i].NDCG10[mode]
-		row.Recall += Recall(res.PerQuery[i].Returned[mode], ds.Qrels[q.ID], limit)
+		row.PerQuery[i] = res.PerQuery[i].NDCG10[so.Mode]
+		row.Recall += Recall(res.PerQuery[i].Returned[so.Mode], ds.Qrels[q.ID], so.Limit)
 	}
 	if n := len(ds.Queries); n > 0 {
 		row.Recall /= float64(n)

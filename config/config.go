@@ -76,6 +76,11 @@ type Semantic struct {
 	WeaviateKey   string  `json:"-"` // WEAVIATE_API_KEY: a secret
 	RRFK          float64 // HINDSIGHT_RRF_K; 0 = the embedder's default
 	RRFWeight     float64 // HINDSIGHT_RRF_SEMANTIC_WEIGHT; 0 = the embedder's default
+	// EmbedCache is a file that keeps the vectors the embedding stage
+	// computes, by model and text, across runs (vectors.Cache); "" = none.
+	// No flag or variable sets it: the benchmarks use it, so a second run
+	// over the same corpus does not embed it again.
+	EmbedCache string
 }
 
 // Redact configures the redaction of secrets before anything is stored

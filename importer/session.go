@@ -135,6 +135,13 @@ func truncate(s string, max int) string {
 	return truncateSized(s, max, int64(len(s)))
 }
 
+// Truncate is the cut every reader applies to a part's content: s when it
+// fits in max bytes, else its start, cut on a UTF-8 boundary, with a note
+// of the original size, max bytes in all. Code that builds sessions
+// outside the readers (the relevance bench) cuts with it, so its sessions
+// are the ones `hindsight import` would send.
+func Truncate(s string, max int) string { return truncate(s, max) }
+
 // truncateSized is truncate for s, the start of a text of size bytes.
 func truncateSized(s string, max int, size int64) string {
 	if max <= 0 || int64(len(s)) >= size && len(s) <= max {

@@ -57,7 +57,7 @@ func (e *Engine) ContextSessions(ctx context.Context, userID, text string, limit
 			for i, h := range vh {
 				vecList[i] = Result{SessionID: chunkKey(h.SessionID, h.Ordinal), Score: h.Score}
 			}
-			fused = Fuse(textList, vecList, e.opts.K, e.opts.SemanticWeight, 2*depth, false)
+			fused = e.fuse(textList, vecList, 2*depth, false)
 		}
 	}
 	bySession := map[string]int{}

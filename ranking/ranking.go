@@ -70,6 +70,7 @@ type Embedder interface {
 type Options struct {
 	K              float64       // RRF constant; 0 = 60
 	SemanticWeight float64       // weight of the vector leg in hybrid; 0 = 1
+	Fusion         Fusion        // how hybrid and context merge the legs; "" = FusionRRF
 	Depth          int           // per-leg depth; 0 = max(limit, 50)
 	EmbedTimeout   time.Duration // query embedding deadline; 0 = 2s
 
@@ -368,7 +369,16 @@ func (e *Engine) hybrid(ctx context.Context, q Query) (Response, error) {
 	for i, h := range vhits {
 		vec[i] = Result{SessionID: h.SessionID, Score: h.Score}
 	}
-	return Response{Results: Fuse(text, vec, e.opts.K, e.opts.SemanticWeight, q.Limit, q.Explain), Partial: partial}, nil
+	return Response{Results: e.fuse(text, vec, q.Limit, q.Explain), Partial: partial}, nil
+}
+
+// fuse merges the legs as the options say.
+func (e *Engine) fuse(text, vec []Result, limit int, explain bool) []Result {
+	switch e.opts.Fusion {
+	case FusionMinMax, FusionZScore:
+		return FuseScores(text, vec, e.opts.Fusion, e.opts.SemanticWeight, limit, explain)
+	}
+	return Fuse(text, vec, e.opts.K, e.opts.SemanticWeight, limit, explain)
 }
 
 // Fuse merges a text list and a vector list by weighted reciprocal rank

@@ -23,6 +23,9 @@ import (
 // Store and the embedders are nil and semantic search is off.
 type Semantic struct {
 	Embedder vectors.Embedder // metered and retrying; nil = none
+	// Cache keeps the embedding stage's vectors across runs
+	// (config.Semantic.EmbedCache); nil = none. Queries do not use it.
+	Cache    *vectors.Cache
 	Raw      vectors.Embedder // the embedder itself (model, dim)
 	Store    vectors.Store
 	Usage    *vectors.Usage
@@ -83,22 +86,37 @@ func openSemantic(ctx context.Context, cfg config.Semantic, dataDir string, repl
 		s.Options.SemanticWeight = cfg.RRFWeight
 	}
 	s.Embedder = vectors.Metered(vectors.Retrying(s.Raw, vectors.RetryOptions{}), s.Usage)
+	stageEmb := s.Embedder
+	if cfg.EmbedCache != "" {
+		c, err := vectors.OpenCache(cfg.EmbedCache)
+		if err != nil {
+			return nil, err
+		}
+		s.Cache, stageEmb = c, c.Wrap(s.Embedder)
+	}
+	// fail closes what was opened when the rest cannot be.
+	fail := func(err error) (*Semantic, error) {
+		if s.Cache != nil {
+			s.Cache.Close()
+		}
+		return nil, err
+	}
 	if cfg.WeaviateURL != "" && wait != nil && !replace {
 		st, err := weaviate.OpenDeferred(ctx, weaviateConfig(cfg), weaviate.DeferredOptions{
 			Prepare: func(ctx context.Context, st vectors.Store) error { return ensureMeta(ctx, st, s.Raw) },
 			Logger:  *wait,
 		})
 		if err != nil {
-			return nil, weaviateError(err)
+			return fail(weaviateError(err))
 		}
 		s.Store = st
-		s.Stage = ingest.NewEmbedStage(st, s.Embedder, ingest.EmbedOptions{WindowWords: window, Logger: *wait})
+		s.Stage = ingest.NewEmbedStage(st, stageEmb, ingest.EmbedOptions{WindowWords: window, Logger: *wait})
 		s.Describe = fmt.Sprintf("%s (%d dimensions), vectors in Weaviate at %s (collection %s)", s.Raw.Model(), s.Raw.Dim(), st.Where(), st.Collection())
 		return s, nil
 	}
 	store, where, err := openVectorStore(ctx, cfg, dataDir)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	if replace {
 		model, dim, err := store.Meta(ctx)
@@ -107,15 +125,15 @@ func openSemantic(ctx context.Context, cfg config.Semantic, dataDir string, repl
 		}
 		if err != nil {
 			store.Close()
-			return nil, fmt.Errorf("reset vector store: %w", err)
+			return fail(fmt.Errorf("reset vector store: %w", err))
 		}
 	}
 	if err := ensureMeta(ctx, store, s.Raw); err != nil {
 		store.Close()
-		return nil, err
+		return fail(err)
 	}
 	s.Store = store
-	s.Stage = ingest.NewEmbedStage(store, s.Embedder, ingest.EmbedOptions{WindowWords: window})
+	s.Stage = ingest.NewEmbedStage(store, stageEmb, ingest.EmbedOptions{WindowWords: window})
 	s.Describe = fmt.Sprintf("%s (%d dimensions), vectors in %s", s.Raw.Model(), s.Raw.Dim(), where)
 	return s, nil
 }
@@ -182,10 +200,17 @@ func weaviateError(err error) error {
 
 // Close releases the vector store.
 func (s *Semantic) Close() error {
-	if s == nil || s.Store == nil {
+	if s == nil {
 		return nil
 	}
-	return s.Store.Close()
+	var err error
+	if s.Store != nil {
+		err = s.Store.Close()
+	}
+	if s.Cache != nil {
+		err = errors.Join(err, s.Cache.Close())
+	}
+	return err
 }
 
 // Vectors returns what a caller needs to build more ranking engines over

@@ -31,7 +31,7 @@ const (
 )
 
 // KnownPeers are the names --peers accepts (besides none).
-var KnownPeers = []string{bench.FTS5Name, peerWeaviateBM25, peerWeaviateHybrid, peerWeaviateRelative, peerHindsightBleve, peerHindsightWeaviate}
+var KnownPeers = []string{bench.FTS5Name, bench.FTS5TextName, peerWeaviateBM25, peerWeaviateHybrid, peerWeaviateRelative, peerHindsightBleve, peerHindsightWeaviate}
 
 // ParsePeers parses --peers: a comma-separated list of known peer names, or
 // "none". "weaviate-hybrid" also brings in "weaviate-hybrid-relative", so
@@ -97,6 +97,8 @@ func openPeer(ctx context.Context, name string, env *peerEnv) (bench.Peer, error
 	switch name {
 	case bench.FTS5Name:
 		return bench.OpenFTS5(filepath.Join(env.work, "fts5.db"))
+	case bench.FTS5TextName:
+		return bench.OpenFTS5Text(filepath.Join(env.work, "fts5-text.db"))
 	case peerWeaviateBM25, peerWeaviateHybrid, peerWeaviateRelative:
 		return openWeaviatePeer(ctx, name, env)
 	case peerHindsightBleve, peerHindsightWeaviate:

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,8 +22,10 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/hindsight-dev/hindsight/api"
 	"github.com/hindsight-dev/hindsight/bench"
 	"github.com/hindsight-dev/hindsight/config"
+	"github.com/hindsight-dev/hindsight/importer"
 	"github.com/hindsight-dev/hindsight/index"
 	"github.com/hindsight-dev/hindsight/index/weaviatetext"
 	"github.com/hindsight-dev/hindsight/ingest"
@@ -51,10 +54,19 @@ type RelevanceConfig struct {
 	// (then the run also measures hindsight-bleve, the other mode, as a
 	// peer).
 	TextIndex string
-	Out       string
-	JSON      bool
-	Seed      uint64
-	Command   string // the command line, for the report
+	// EmbedCache is the file keeping embedded windows across runs
+	// (vectors.Cache); "" = none.
+	EmbedCache string
+	// SessionScores are experiment modes (ParseSessionScores): the
+	// whole-session ranking re-scored from the sessions' chunks.
+	SessionScores []string
+	// QueryTimeout bounds each query (bench.RelevanceOptions); 0 = the
+	// default.
+	QueryTimeout time.Duration
+	Out          string
+	JSON         bool
+	Seed         uint64
+	Command      string // the command line, for the report
 }
 
 // FlagError is a combination of settings a run cannot measure, found once
@@ -75,6 +87,31 @@ var sweepParams = map[string]struct {
 	"rrf.w":       {false, "weight of the vector leg in hybrid ranking (> 0)", func(v float64) bool { return v > 0 }},
 	"depth":       {false, "results fetched per leg before hybrid fusion (integer >= 1)", func(v float64) bool { return v >= 1 && v == math.Trunc(v) }},
 	"title.boost": {true, "times the title counts in the full-text index (1..100; re-indexes)", func(v float64) bool { return v >= 1 && v <= 100 }},
+	"fusion": {false, "how hybrid merges the legs: " + fusionLegend + " (names or numbers)",
+		func(v float64) bool { return v >= 0 && int(v) < len(fusions) && v == math.Trunc(v) }},
+}
+
+// fusions are the values of the sweep's fusion setting: a sweep point is a
+// number, so fusion=1 is fusions[1]. rrf.k applies to rrf only; rrf.w is
+// the vector leg's weight in all three.
+var fusions = []ranking.Fusion{ranking.FusionRRF, ranking.FusionMinMax, ranking.FusionZScore}
+
+const fusionLegend = "0 rrf, 1 minmax, 2 zscore"
+
+// fusionNumbers rewrites the names in "fusion=rrf,minmax" as the numbers
+// the sweep keeps.
+func fusionNumbers(s string) string {
+	name, list, ok := strings.Cut(s, "=")
+	if !ok || strings.TrimSpace(name) != "fusion" {
+		return s
+	}
+	vals := strings.Split(list, ",")
+	for i, v := range vals {
+		if j := slices.Index(fusions, ranking.Fusion(strings.TrimSpace(v))); j >= 0 {
+			vals[i] = strconv.Itoa(j)
+		}
+	}
+	return name + "=" + strings.Join(vals, ",")
 }
 
 // SweepFlag is the flag.Value of --sweep: repeated, it collects the
@@ -84,7 +121,7 @@ type SweepFlag struct{ Params *[]bench.Param }
 func (f SweepFlag) String() string { return "" }
 
 func (f SweepFlag) Set(s string) error {
-	p, err := bench.ParseParam(s)
+	p, err := bench.ParseParam(fusionNumbers(s))
 	if err != nil {
 		return err
 	}
@@ -148,7 +185,11 @@ func Relevance(ctx context.Context, base config.Config, c RelevanceConfig, stdou
 		return err
 	}
 	defer stopText()
+	base.Semantic.EmbedCache = c.EmbedCache
 	client, a, stop, err := startServer(ctx, filepath.Join(work, "data"), zerolog.Nop(), base, c.Vectors)
+	if errors.Is(err, vectors.ErrCacheInUse) {
+		return fmt.Errorf("%w: another run on this dataset holds it; wait for it to end, or pass --embed-cache with another directory (or none)", err)
+	}
 	if err != nil {
 		return err
 	}
@@ -164,7 +205,7 @@ func Relevance(ctx context.Context, base config.Config, c RelevanceConfig, stdou
 		}
 	}
 	for _, m := range modes {
-		if m != string(ranking.FullText) && !semantic {
+		if m != string(ranking.FullText) && m != ModeContext && !semantic {
 			return fmt.Errorf("mode %s needs an embedder: --embedder local (offline model; `make model`, HINDSIGHT_MODEL_DIR) or --embedder openai (OPENAI_API_KEY)", m)
 		}
 	}
@@ -252,17 +293,30 @@ func Relevance(ctx context.Context, base config.Config, c RelevanceConfig, stdou
 	} else {
 		search = engineSearch(a.Search, userID, docOf, degraded)
 	}
-	systems := slices.Clone(modes)
+	if len(c.SessionScores) > 0 {
+		inner, rescored := search, sessionScoreSearch(ctx, a.Index, userID, docOf)
+		search = func(ctx context.Context, mode, q string, k int) ([]string, error) {
+			if strings.HasPrefix(mode, sessionScorePrefix) {
+				return rescored(ctx, mode, q, k)
+			}
+			return inner(ctx, mode, q, k)
+		}
+	}
+	systems := append(slices.Clone(modes), c.SessionScores...)
 	var peerNames []string
 	for _, p := range peers {
 		systems = append(systems, p.Name())
 		peerNames = append(peerNames, p.Name())
 	}
-	res, err := bench.RunRelevance(ctx, ds, bench.WithPeers(search, peers...), bench.RelevanceOptions{Modes: systems, Progress: progressOut, Peers: peerNames})
+	res, err := bench.RunRelevance(ctx, ds, bench.WithPeers(search, peers...), bench.RelevanceOptions{Modes: systems, Progress: progressOut, Peers: peerNames,
+		QueryTimeout: c.QueryTimeout})
 	if err != nil {
 		return err
 	}
 	res.Peers = peerNames
+	if res.Paired, err = bench.ComparePairs(&res, bench.DefaultPairs(append(slices.Clone(modes), c.SessionScores...), peerNames), c.Seed); err != nil {
+		return err
+	}
 
 	model := "none"
 	if rawEmb != nil {
@@ -270,15 +324,17 @@ func Relevance(ctx context.Context, base config.Config, c RelevanceConfig, stdou
 	}
 	defaults := a.Semantic.RankingOptions()
 	res.Settings = runSettings(map[string]string{
-		"command":     c.Command,
-		"dataset":     c.Dataset,
-		"qrels":       filepath.Base(ds.QrelsFile),
-		"embedder":    model,
-		"store":       c.Vectors.Store,
-		"rrf.k":       strconv.FormatFloat(defaults.K, 'g', -1, 64),
-		"rrf.w":       strconv.FormatFloat(defaults.SemanticWeight, 'g', -1, 64),
-		"depth":       "max(limit, 50); the table asks 100 results",
-		"title.boost": strconv.Itoa(index.DefaultTitleBoost),
+		"command":       c.Command,
+		"dataset":       c.Dataset,
+		"qrels":         filepath.Base(ds.QrelsFile),
+		"embedder":      model,
+		"store":         c.Vectors.Store,
+		"rrf.k":         strconv.FormatFloat(defaults.K, 'g', -1, 64),
+		"rrf.w":         strconv.FormatFloat(defaults.SemanticWeight, 'g', -1, 64),
+		"fusion":        string(cmp.Or(defaults.Fusion, ranking.FusionRRF)) + " (sweep values: " + fusionLegend + ")",
+		"query timeout": cmp.Or(c.QueryTimeout, bench.DefaultQueryTimeout).String(),
+		"depth":         "max(limit, 50); the table asks 100 results",
+		"title.boost":   strconv.Itoa(index.DefaultTitleBoost),
 		// What each system makes of text: the same words are terms in
 		// one and not in another.
 		"tokenization hindsight": "Unicode (UAX #29) words; compounds joined by - / \\ . : @ kept whole plus their parts; identifiers split " +
@@ -289,6 +345,14 @@ func Relevance(ctx context.Context, base config.Config, c RelevanceConfig, stdou
 		"tokenization weaviate": "word tokenization (alphanumeric runs, lower-cased), the en stop words, no stemming; BM25 k1 1.2, b 0.75 over title + text",
 		"via":                   c.Via,
 	})
+	if a.Semantic != nil && a.Semantic.Cache != nil {
+		hits, misses := a.Semantic.Cache.Counts()
+		res.Settings["embedding cache"] = fmt.Sprintf("%s: %d windows reused, %d embedded", c.EmbedCache, hits, misses)
+	}
+	if len(c.SessionScores) > 0 {
+		res.Settings["session-score"] = "the fulltext:* modes re-rank the best 50 sessions of the whole-session ranking by scores of their chunks " +
+			"(index.Chunks); a query's chunks are scored once for all variants, so their latency is not comparable"
+	}
 	if l := loadAverage(); l != "" {
 		// Latency is wall time: say how busy the machine was.
 		res.Settings["load average"] = fmt.Sprintf("%s at start, %s at the end (1 minute)", loadAtStart, l)
@@ -352,6 +416,7 @@ func runSweep(ctx context.Context, a *server.Server, ds *bench.Dataset, c Releva
 		{Name: "rrf.w", Value: defaults.SemanticWeight},
 		{Name: "depth", Value: float64(max(c.SweepLimit, 50))}, // ranking's default per-leg depth
 		{Name: "title.boost", Value: index.DefaultTitleBoost},
+		{Name: "fusion", Value: float64(max(0, slices.Index(fusions, cmp.Or(defaults.Fusion, ranking.FusionRRF))))},
 	}
 	// Every grid point asks the same queries: embed each once, up front,
 	// so the sweep neither pays for (nor, with a paid provider, is billed
@@ -387,6 +452,9 @@ func runSweep(ctx context.Context, a *server.Server, ds *bench.Dataset, c Releva
 		if v, ok := p.Get("depth"); ok {
 			o.Depth = int(v)
 		}
+		if v, ok := p.Get("fusion"); ok {
+			o.Fusion = fusions[int(v)]
+		}
 		boost := float64(index.DefaultTitleBoost)
 		if v, ok := p.Get("title.boost"); ok {
 			boost = v
@@ -409,7 +477,7 @@ func runSweep(ctx context.Context, a *server.Server, ds *bench.Dataset, c Releva
 		}
 		return engineSearch(ranking.New(curIndex, vec, emb, o), userID, docOf, degraded), nil
 	}
-	return bench.RunSweep(ctx, ds, at, bench.SweepOptions{Mode: sweepMode, Limit: c.SweepLimit, Params: c.Sweeps, Default: def,
+	return bench.RunSweep(ctx, ds, at, bench.SweepOptions{Mode: sweepMode, Limit: c.SweepLimit, Params: c.Sweeps, Default: def, QueryTimeout: c.QueryTimeout,
 		Seed: c.Seed, Progress: progressOut, Note: note})
 }
 
@@ -527,11 +595,34 @@ func eachSession(ctx context.Context, st *kv.Store, fn func(tx *kv.Tx, userID st
 	})
 }
 
+// ModeContext is the bench's name for the sessions /api/context picks
+// (ranking.Engine.ContextSessions: chunks by full-text, fused with the
+// vector leg when there is an embedder, sessions by their best chunk), in
+// their order.
+const ModeContext = "context"
+
 // engineSearch answers bench queries with e for the bench user, mapping
 // session ids to corpus ids and counting hybrid answers that fell back to
 // full-text.
 func engineSearch(e *ranking.Engine, userID string, docOf map[string]string, degraded *degradedCounter) bench.SearchFunc {
 	return func(ctx context.Context, mode, q string, k int) ([]string, error) {
+		if mode == ModeContext {
+			hits, degradedBy, _, err := e.ContextSessions(ctx, userID, q, k) // a partial answer is scored as it is
+			if errors.Is(err, index.ErrBadQuery) {
+				return nil, bench.ErrNoTerms
+			}
+			if err != nil {
+				return nil, err
+			}
+			if degradedBy != "" {
+				degraded.add(mode)
+			}
+			ids := make([]string, len(hits))
+			for i, h := range hits {
+				ids[i] = h.SessionID
+			}
+			return mapIDs(ids, docOf), nil
+		}
 		res, err := e.Search(ctx, ranking.Query{UserID: userID, Text: q, Mode: ranking.Mode(mode), Limit: k})
 		if errors.Is(err, index.ErrBadQuery) {
 			return nil, bench.ErrNoTerms
@@ -590,12 +681,22 @@ func runSettings(s map[string]string) map[string]string {
 	s["os/arch"] = runtime.GOOS + "/" + runtime.GOARCH
 	s["cpus"] = strconv.Itoa(runtime.NumCPU())
 	s["date"] = time.Now().UTC().Format("2006-01-02 15:04 UTC")
-	s["commit"] = "unknown (no VCS information in the build)"
-	if head := gitHead(); head != "" {
-		s["commit"] = head + " (HEAD of the checkout in the working directory; uncommitted changes not detected)"
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		var rev, modified string
+	bi, _ := debug.ReadBuildInfo()
+	s["commit"] = buildCommit(bi, gitHead)
+	return s
+}
+
+// buildCommit names the commit the running binary was built from: the
+// revision the go command stamped into it (vcs.revision; vcs.modified
+// marks a build with uncommitted changes), so a result names the code that
+// measured it even when the checkout has moved on since. A binary without
+// the stamp (built with -buildvcs=false, which GOFLAGS may set, or outside
+// a checkout) gets the working directory's HEAD at run time, labelled as
+// such: it is only as good as the guess that the binary was built there
+// and then.
+func buildCommit(bi *debug.BuildInfo, head func() string) string {
+	var rev, modified string
+	if bi != nil {
 		for _, kv := range bi.Settings {
 			switch kv.Key {
 			case "vcs.revision":
@@ -604,14 +705,18 @@ func runSettings(s map[string]string) map[string]string {
 				modified = kv.Value
 			}
 		}
-		if rev != "" {
-			if modified == "true" {
-				rev += " (with uncommitted changes)"
-			}
-			s["commit"] = rev
-		}
 	}
-	return s
+	switch {
+	case rev != "" && modified == "true":
+		return rev + " (built with uncommitted changes)"
+	case rev != "":
+		return rev
+	}
+	if h := head(); h != "" {
+		return h + " (not stamped: the binary carries no VCS information, this is the HEAD of the checkout in the working directory " +
+			"at run time, uncommitted changes not detected; build with -buildvcs=true)"
+	}
+	return "unknown (not stamped: the binary carries no VCS information and the working directory is not a git checkout; build with -buildvcs=true)"
 }
 
 // gitHead returns the commit the working directory's git checkout is at,
@@ -685,26 +790,104 @@ func CommandLine(args []string) string {
 	return strings.Join(out, " ")
 }
 
-// loadCorpus syncs the corpus in batches of 500 documents.
+// loadCorpus syncs the corpus through POST /sync/batch. A plain document
+// becomes a session (title = title) with one user message (its text); a
+// document that is a session (bench.Doc.Session) is synced as a plugin
+// syncs it: the session, then each message with its role, its text as a
+// text part and its tool output as a tool-result part, each cut as
+// `hindsight import` cuts a part (importer.Truncate at
+// importer.DefaultMaxPartBytes). Batches hold at most 500 documents and
+// about 8 MiB.
 func loadCorpus(ctx context.Context, c *bench.Client, ds *bench.Dataset, progressOut io.Writer) error {
-	const step = 500
+	const (
+		maxDocs  = 500
+		maxBytes = 8 << 20
+	)
 	bar := progress.New(progressOut, "ingest", len(ds.Corpus))
 	defer bar.Done()
-	for i := 0; i < len(ds.Corpus); i += step {
-		end := min(i+step, len(ds.Corpus))
-		var sessions, messages []map[string]any
-		for _, d := range ds.Corpus[i:end] {
-			sessions = append(sessions, map[string]any{"externalId": d.ID, "title": d.Title, "source": "bench"})
-			messages = append(messages, map[string]any{"sessionExternalId": d.ID, "externalId": d.ID + "-text", "role": "user", "textContent": d.Text})
+	var batch api.SyncBatch
+	size, docs := 0, 0
+	flush := func() error {
+		if docs == 0 {
+			return nil
 		}
-		body, _ := json.Marshal(map[string]any{"sessions": sessions, "messages": messages})
+		body, err := json.Marshal(batch)
+		if err != nil {
+			return err
+		}
 		if err := c.Post(ctx, "/sync/batch", body); err != nil {
 			return err
 		}
-		bar.Set(end)
+		bar.Add(docs)
+		batch, size, docs = api.SyncBatch{}, 0, 0
+		return nil
 	}
-	return nil
+	for _, d := range ds.Corpus {
+		ss, ms, n, err := syncPayloads(d)
+		if err != nil {
+			return err
+		}
+		if docs > 0 && (docs == maxDocs || size+n > maxBytes) {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		batch.Sessions = append(batch.Sessions, ss)
+		batch.Messages = append(batch.Messages, ms...)
+		size += n
+		docs++
+	}
+	return flush()
 }
+
+// syncPayloads is document d as sync payloads (see loadCorpus), with about
+// how many bytes they take.
+func syncPayloads(d bench.Doc) (api.SyncSession, []api.SyncMessage, int, error) {
+	id, title := d.ID, d.Title
+	sess := api.SyncSession{ExternalID: &id, Title: &title, Source: ptr("bench")}
+	if d.Session == nil {
+		text := d.Text
+		return sess, []api.SyncMessage{{SessionExternalID: &id, ExternalID: ptr(d.ID + "-text"), Role: ptr("user"), TextContent: &text}},
+			len(title) + len(text), nil
+	}
+	if d.Session.Source != "" {
+		sess.Source = ptr(d.Session.Source)
+	}
+	if d.Session.Project != "" {
+		sess.ProjectName = ptr(d.Session.Project)
+	}
+	size := len(title)
+	var msgs []api.SyncMessage
+	for i, m := range d.Session.Messages {
+		var parts api.Parts
+		add := func(typ, content string) error {
+			if content == "" {
+				return nil
+			}
+			b, err := json.Marshal(importer.Part{Type: typ, Content: importer.Truncate(content, importer.DefaultMaxPartBytes)})
+			if err != nil {
+				return err
+			}
+			parts = append(parts, b)
+			size += len(b)
+			return nil
+		}
+		if err := add(importer.PartText, m.Text); err != nil {
+			return sess, nil, 0, err
+		}
+		if err := add(importer.PartToolResult, m.ToolOutput); err != nil {
+			return sess, nil, 0, err
+		}
+		if len(parts) == 0 {
+			continue // nothing a plugin would send
+		}
+		msgs = append(msgs, api.SyncMessage{SessionExternalID: &id, ExternalID: ptr(fmt.Sprintf("%s-%d", d.ID, i)), Role: ptr(m.Role),
+			Source: sess.Source, Parts: parts})
+	}
+	return sess, msgs, size, nil
+}
+
+func ptr[T any](v T) *T { return &v }
 
 // sessionDocIDs maps the bench user's session ids to corpus ids.
 func sessionDocIDs(ctx context.Context, st *kv.Store) (string, map[string]string, error) {

@@ -4,14 +4,22 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime/debug"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/hindsight-dev/hindsight/bench"
+	"github.com/hindsight-dev/hindsight/config"
+	"github.com/hindsight-dev/hindsight/importer"
+	"github.com/hindsight-dev/hindsight/index"
 	"github.com/hindsight-dev/hindsight/ingest"
 	"github.com/hindsight-dev/hindsight/kv"
 	"github.com/hindsight-dev/hindsight/kv/kvtest"
+	"github.com/hindsight-dev/hindsight/ranking"
 	"github.com/hindsight-dev/hindsight/vectors"
 )
 
@@ -168,6 +176,143 @@ func TestGitHead(t *testing.T) {
 		t.Chdir(filepath.Join(root, dir))
 		if got := gitHead(); got != want {
 			t.Errorf("gitHead in %s = %q, want %q", dir, got, want)
+		}
+	}
+}
+
+// buildCommit prefers the binary's own stamp and labels the fallback.
+func TestBuildCommit(t *testing.T) {
+	stamped := func(kv ...string) *debug.BuildInfo {
+		bi := &debug.BuildInfo{}
+		for i := 0; i < len(kv); i += 2 {
+			bi.Settings = append(bi.Settings, debug.BuildSetting{Key: kv[i], Value: kv[i+1]})
+		}
+		return bi
+	}
+	head := func() string { return "headhash" }
+	noHead := func() string { return "" }
+	for _, tt := range []struct {
+		name string
+		bi   *debug.BuildInfo
+		head func() string
+		want string // exact, or a prefix when wantPrefix
+		pre  bool
+	}{
+		{"clean stamp", stamped("vcs.revision", "abc123", "vcs.modified", "false"), head, "abc123", false},
+		{"modified stamp", stamped("vcs.revision", "abc123", "vcs.modified", "true"), head, "abc123 (built with uncommitted changes)", false},
+		{"no stamp", stamped("-buildvcs", "false"), head, "headhash (not stamped:", true},
+		{"no build info", nil, head, "headhash (not stamped:", true},
+		{"nothing", nil, noHead, "unknown (not stamped:", true},
+	} {
+		got := buildCommit(tt.bi, tt.head)
+		if tt.pre && !strings.HasPrefix(got, tt.want) || !tt.pre && got != tt.want {
+			t.Errorf("%s: buildCommit = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+// A document that is a session is synced as a plugin syncs it: the session,
+// its messages with their roles, text as a text part and tool output as a
+// tool-result part cut as hindsight import cuts it; only the text is
+// searchable.
+func TestLoadCorpusSessions(t *testing.T) {
+	ctx := t.Context()
+	client, a, stop, err := startServer(ctx, t.TempDir(), zerolog.Nop(), config.Config{}, Vectors{Embedder: "none", Store: "embedded"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	huge := strings.Repeat("ld: undefined symbol zorblax\n", 100_000) // 2.9 MB
+	ds := &bench.Dataset{Corpus: []bench.Doc{
+		{ID: "s1", Title: "Fix the linker", Session: &bench.Session{Source: "cursor", Project: "app", Messages: []bench.Message{
+			{Role: "user", Text: "why does the build fail"},
+			{Role: "assistant", Text: "the linker flag is wrong", ToolOutput: huge},
+			{Role: "assistant", ToolOutput: "exit status 0"},
+			{Role: "user"}, // nothing to send
+		}}},
+		{ID: "d2", Title: "plain", Text: "a plain document"},
+	}}
+	if err := loadCorpus(ctx, client, ds, nil); err != nil {
+		t.Fatal(err)
+	}
+	userID, docOf, err := sessionDocIDs(ctx, a.Store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := ""
+	for s, doc := range docOf {
+		if doc == "s1" {
+			sid = s
+		}
+	}
+	type msg struct {
+		role  string
+		parts []kv.Part
+	}
+	var got []msg
+	var sess kv.Session
+	err = a.Store.View(ctx, func(tx *kv.Tx) error {
+		if sess, err = tx.Session(userID, sid); err != nil {
+			return err
+		}
+		return tx.Messages(userID, sid, func(m kv.Message) error {
+			got = append(got, msg{m.Role, m.Parts})
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sess.Title != "Fix the linker" || !strings.HasPrefix(sess.Source, "cursor") || sess.ProjectName != "app" { // the server names sources as plugins do (cursor-sync)
+		t.Errorf("session = %+v, want its title, source and project", sess)
+	}
+	if len(got) != 3 {
+		t.Fatalf("%d messages stored, want 3 (the empty one is not sent): %+v", len(got), got)
+	}
+	want := [][]string{{"user", "text"}, {"assistant", "text", "tool-result"}, {"assistant", "tool-result"}}
+	for i, m := range got {
+		types := []string{m.role}
+		for _, p := range m.parts {
+			types = append(types, p.Type)
+		}
+		if !slices.Equal(types, want[i]) {
+			t.Errorf("message %d: %v, want %v", i, types, want[i])
+		}
+	}
+	if cut := got[1].parts[1].Content; cut != importer.Truncate(huge, importer.DefaultMaxPartBytes) || len(cut) > importer.DefaultMaxPartBytes {
+		t.Errorf("tool output of %d bytes stored as %d bytes, want the importer's cut to %d", len(huge), len(cut), importer.DefaultMaxPartBytes)
+	}
+	if err := a.Pipeline.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for q, want := range map[string]int{"linker": 1, "zorblax": 0, "plain": 1} {
+		hits, err := a.Index.Search(ctx, index.Query{UserID: userID, Text: q})
+		if err != nil || len(hits) != want {
+			t.Errorf("search %q: %d hits, %v; want %d (tool output is not searchable)", q, len(hits), err, want)
+		}
+	}
+}
+
+// TestSweepFusion: --sweep fusion takes the fusions by name or number and
+// keeps their numbers; anything else is refused.
+func TestSweepFusion(t *testing.T) {
+	var ps []bench.Param
+	f := SweepFlag{Params: &ps}
+	if err := f.Set("fusion=rrf,minmax,2"); err != nil {
+		t.Fatal(err)
+	}
+	if len(ps) != 1 || !slices.Equal(ps[0].Values, []float64{0, 1, 2}) {
+		t.Fatalf("params = %+v, want fusion 0, 1, 2", ps)
+	}
+	for i, v := range ps[0].Values {
+		if fusions[int(v)] != []ranking.Fusion{ranking.FusionRRF, ranking.FusionMinMax, ranking.FusionZScore}[i] {
+			t.Errorf("fusion=%v is %s", v, fusions[int(v)])
+		}
+	}
+	for _, bad := range []string{"fusion=borda", "fusion=3", "fusion=0.5"} {
+		ps = nil
+		if err := f.Set(bad); err == nil {
+			t.Errorf("--sweep %s accepted", bad)
 		}
 	}
 }

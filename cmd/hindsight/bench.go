@@ -102,12 +102,13 @@ func parseBenchRelevance(args []string, cfg *config.Config, stderr io.Writer) (r
 	ld := config.NewLoader(fs, os.LookupEnv)
 	ld.Semantic(cfg)
 	fs.StringVar(&c.Dataset, "dataset", "", "BEIR-layout directory: corpus.jsonl[.gz], queries.jsonl, qrels/*.tsv (required)")
-	modes := fs.String("modes", "", "comma-separated Hindsight modes: fulltext, semantic, hybrid (default: fulltext, plus semantic and hybrid when an embedder is configured)")
+	modes := fs.String("modes", "", "comma-separated Hindsight modes: fulltext, semantic, hybrid, context (the sessions /api/context picks, by their best chunk) "+
+		"(default: fulltext, plus semantic and hybrid when an embedder is configured)")
 	peers := fs.String("peers", bench.FTS5Name, "comma-separated peers run on the same documents: "+strings.Join(runner.KnownPeers, ", ")+
 		", or none; the Weaviate peers use WEAVIATE_URL, else start the pinned weaviate-server (make weaviate)")
 	fs.StringVar(&c.Vectors.Embedder, "embedder", cmp.Or(cfg.Semantic.Embedder, "auto"), "embedder for semantic and hybrid: auto (as serve chooses), none, local, openai (env HINDSIGHT_EMBEDDER)")
 	fs.StringVar(&c.Vectors.Store, "store", "embedded", "Hindsight's vector store: embedded or weaviate (needs WEAVIATE_URL)")
-	fs.Var(runner.SweepFlag{Params: &c.Sweeps}, "sweep", "sweep a setting over values, e.g. rrf.k=10,30,60 (repeatable: the grid is every combination); sweepable: depth, rrf.k, rrf.w, title.boost")
+	fs.Var(runner.SweepFlag{Params: &c.Sweeps}, "sweep", "sweep a setting over values, e.g. rrf.k=10,30,60 (repeatable: the grid is every combination); sweepable: depth, rrf.k, rrf.w, fusion (rrf, minmax, zscore), title.boost")
 	fs.StringVar(&c.SweepMode, "sweep-mode", "", "mode the sweep measures (default: hybrid when an embedder is configured, else fulltext)")
 	fs.IntVar(&c.SweepLimit, "sweep-limit", 20, "results per query during the sweep (the API's default page); per-leg depths below it have no effect")
 	fs.StringVar(&c.Baseline, "baseline", "", "result.json of an earlier run: print per-mode deltas with paired significance")
@@ -119,6 +120,13 @@ func parseBenchRelevance(args []string, cfg *config.Config, stderr io.Writer) (r
 	fs.StringVar(&c.Out, "out", "", "directory for report.md, charts, result.json and perquery.jsonl (default: a new temp dir, printed)")
 	fs.BoolVar(&c.JSON, "json", false, "print only the JSON result (no table, no progress)")
 	fs.Uint64Var(&c.Seed, "seed", 1, "seed of the randomisation tests")
+	fs.DurationVar(&c.QueryTimeout, "query-timeout", bench.DefaultQueryTimeout,
+		"time limit of one query: a peer's query past it scores 0, one of Hindsight's modes ends the run (raise it on a busy machine)")
+	embedCache := fs.String("embed-cache", filepath.Join(".cache", "embeddings"),
+		"directory keeping the embedded windows by model and text across runs, one file per dataset (DIR/<dataset>.db), so a second run "+
+			"does not embed the corpus again (none: no cache)")
+	sessionScores := fs.String("session-score", "", "experiment: also measure the full-text ranking with its best sessions re-scored from their chunks, "+
+		"one mode fulltext:VARIANT each, comma-separated: "+strings.Join(runner.SessionScores, ", "))
 	pos, err := parse(fs, args)
 	if err != nil {
 		return c, err
@@ -141,6 +149,9 @@ func parseBenchRelevance(args []string, cfg *config.Config, stderr io.Writer) (r
 	if c.MaxDocs < 0 || c.MaxQueries < 0 {
 		return c, &usageError{"--max-docs and --max-queries must not be negative"}
 	}
+	if c.QueryTimeout <= 0 {
+		return c, &usageError{"--query-timeout must be positive"}
+	}
 	if c.SweepLimit < 10 {
 		return c, &usageError{"--sweep-limit must be at least 10 (nDCG@10 needs 10 results)"}
 	}
@@ -150,8 +161,8 @@ func parseBenchRelevance(args []string, cfg *config.Config, stderr io.Writer) (r
 	if strings.TrimSpace(*modes) != "" {
 		for _, m := range strings.Split(*modes, ",") {
 			m = strings.TrimSpace(m)
-			if _, err := ranking.ParseMode(m); err != nil || m == "" {
-				return c, &usageError{fmt.Sprintf("unknown mode %q (fulltext, semantic, hybrid)", m)}
+			if _, err := ranking.ParseMode(m); (err != nil && m != runner.ModeContext) || m == "" {
+				return c, &usageError{fmt.Sprintf("unknown mode %q (fulltext, semantic, hybrid, context)", m)}
 			}
 			if !slices.Contains(c.Modes, m) {
 				c.Modes = append(c.Modes, m)
@@ -165,6 +176,16 @@ func parseBenchRelevance(args []string, cfg *config.Config, stderr io.Writer) (r
 	}
 	if c.Peers, err = runner.ParsePeers(*peers); err != nil {
 		return c, &usageError{err.Error()}
+	}
+	if *embedCache != "none" {
+		abs, err := filepath.Abs(c.Dataset)
+		if err != nil {
+			return c, &usageError{fmt.Sprintf("--dataset %s: %v", c.Dataset, err)}
+		}
+		c.EmbedCache = filepath.Join(*embedCache, filepath.Base(abs)+".db")
+	}
+	if c.SessionScores, err = runner.ParseSessionScores(*sessionScores); err != nil {
+		return c, &usageError{"--session-score: " + err.Error()}
 	}
 	c.Command = runner.CommandLine(append([]string{"hindsight", "bench", "relevance"}, args...))
 	return c, nil

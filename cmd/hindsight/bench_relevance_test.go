@@ -19,6 +19,7 @@ import (
 	"github.com/hindsight-dev/hindsight/index"
 	"github.com/hindsight-dev/hindsight/ingest"
 	"github.com/hindsight-dev/hindsight/kv"
+	"github.com/hindsight-dev/hindsight/vectors"
 	"github.com/hindsight-dev/hindsight/vectors/weaviate/weaviatetest"
 )
 
@@ -174,7 +175,10 @@ func checkFiles(t *testing.T, dir string, files ...string) {
 // with the first as a baseline.
 func TestBenchRelevanceSlice(t *testing.T) {
 	ds := filepath.Join(datasetsDir(t), "scifact-train")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// A guard against a hang, not a speed check: two runs, a sweep and
+	// the FTS5 peer's sweep under -race took more than 2 minutes on 2
+	// cores at load average 15.
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	out := t.TempDir()
 
@@ -290,10 +294,12 @@ func TestBenchRelevanceSemantic(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	out := t.TempDir()
+	cacheDir := t.TempDir()
+	cache := filepath.Join(cacheDir, "scifact-train.db") // one file per dataset
 	var stdout, stderr bytes.Buffer
 	err := run(ctx, []string{"bench", "relevance", "--dataset", ds, "--max-docs", "20", "--max-queries", "5",
 		"--embedder", "local", "--modes", "fulltext,semantic,hybrid", "--peers", "sqlite-fts5",
-		"--sweep", "rrf.k=5,60", "--out", out, "--json"}, &stdout, &stderr)
+		"--sweep", "rrf.k=5,60", "--embed-cache", cacheDir, "--out", out, "--json"}, &stdout, &stderr)
 	if err != nil {
 		t.Fatalf("bench relevance --embedder local: %v\n%s", err, stderr.String())
 	}
@@ -309,6 +315,42 @@ func TestBenchRelevanceSemantic(t *testing.T) {
 		t.Errorf("sweep = %+v, want 2 hybrid rows", sw)
 	}
 	checkFiles(t, out, "report.md", "ndcg.svg", "latency_cdf.svg", "sweep.svg")
+
+	// A second run over the same slice embeds nothing: every window comes
+	// from the cache, and the vectors are the same (so are the results).
+	if !strings.HasPrefix(r.Settings["embedding cache"], cache+": 0 windows reused, ") {
+		t.Errorf("first run: embedding cache = %q, want nothing reused", r.Settings["embedding cache"])
+	}
+	stdout.Reset()
+	err = run(ctx, []string{"bench", "relevance", "--dataset", ds, "--max-docs", "20", "--max-queries", "5",
+		"--embedder", "local", "--modes", "semantic", "--peers", "none", "--embed-cache", cacheDir, "--out", t.TempDir(), "--json"}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("second run: %v\n%s", err, stderr.String())
+	}
+	var r2 relevanceJSON
+	if err := json.Unmarshal(stdout.Bytes(), &r2); err != nil {
+		t.Fatal(err)
+	}
+	if c := r2.Settings["embedding cache"]; !strings.HasSuffix(c, ", 0 embedded") || strings.Contains(c, ": 0 windows reused") {
+		t.Errorf("second run: embedding cache = %q, want every window reused and none embedded", c)
+	}
+	if a, b := r.PerQuery.NDCG10["semantic"], r2.PerQuery.NDCG10["semantic"]; !slices.Equal(a, b) {
+		t.Errorf("semantic nDCG@10 per query: %v with fresh vectors, %v with cached ones", a, b)
+	}
+
+	// A run on a dataset whose cache another process holds stops at once,
+	// saying what holds it and what to do, rather than waiting for it.
+	held, err := vectors.OpenCache(cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	stderr.Reset()
+	err = run(ctx, []string{"bench", "relevance", "--dataset", ds, "--max-docs", "20", "--max-queries", "5",
+		"--embedder", "local", "--modes", "semantic", "--peers", "none", "--embed-cache", cacheDir, "--out", t.TempDir(), "--json"}, &stdout, &stderr)
+	if !errors.Is(err, vectors.ErrCacheInUse) || !strings.Contains(err.Error(), cache) || !strings.Contains(err.Error(), "--embed-cache") {
+		t.Errorf("run on a held cache: err = %v, want ErrCacheInUse naming %s and --embed-cache", err, cache)
+	}
 }
 
 // TestBenchRelevanceWeaviate runs the Weaviate peers on a weaviate-server
@@ -329,7 +371,7 @@ func TestBenchRelevanceWeaviate(t *testing.T) {
 	if dir := os.Getenv("HINDSIGHT_MODEL_DIR"); dir != "" {
 		if _, err := os.Stat(filepath.Join(dir, "model.json")); err == nil {
 			args = []string{"--max-docs", "20", "--max-queries", "5", "--embedder", "local", "--modes", "fulltext",
-				"--peers", "weaviate-bm25,weaviate-hybrid"}
+				"--peers", "weaviate-bm25,weaviate-hybrid", "--embed-cache", "none"}
 			docs, queries = "20", "5"
 			systems = []string{"fulltext", "weaviate-bm25", "weaviate-hybrid", "weaviate-hybrid-relative"}
 		}
@@ -372,6 +414,8 @@ func TestBenchRelevanceFlags(t *testing.T) {
 		{[]string{"--dataset", "x", "--store", "qdrant"}, "--store"},
 		{[]string{"--dataset", "x", "--sweep-limit", "5"}, "--sweep-limit"},
 		{[]string{"--dataset", "x", "extra"}, "takes no arguments"},
+		{[]string{"--dataset", "x", "--query-timeout", "0s"}, "--query-timeout"},
+		{[]string{"--dataset", "x", "--sweep", "fusion=borda"}, "fusion"},
 	}
 	for _, tt := range tests {
 		_, err := parseBenchRelevance(tt.args, &config.Config{}, &bytes.Buffer{})
@@ -397,6 +441,16 @@ func TestBenchRelevanceFlags(t *testing.T) {
 	}
 	if c.Command != "hindsight bench relevance --dataset d --peers sqlite-fts5,weaviate-hybrid --sweep title.boost=1,2 --sweep rrf.k=10,60 --modes fulltext,hybrid,fulltext" {
 		t.Errorf("command = %q", c.Command)
+	}
+	if c.QueryTimeout != bench.DefaultQueryTimeout {
+		t.Errorf("query timeout = %v, want the default %v", c.QueryTimeout, bench.DefaultQueryTimeout)
+	}
+	c, err = parseBenchRelevance([]string{"--dataset", "d", "--query-timeout", "2m", "--sweep", "fusion=rrf,zscore"}, &config.Config{}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.QueryTimeout != 2*time.Minute || len(c.Sweeps) != 1 || !slices.Equal(c.Sweeps[0].Values, []float64{0, 2}) {
+		t.Errorf("query timeout %v, sweeps %+v; want 2m and fusion 0, 2", c.QueryTimeout, c.Sweeps)
 	}
 }
 
