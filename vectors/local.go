@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 const (
@@ -13,6 +15,9 @@ const (
 	LocalModel = "use-lite"
 	// LocalDim is the dimension of Local's vectors.
 	LocalDim = 512
+	// LocalWindow is how many tokens of a text Local reads; the rest is
+	// ignored.
+	LocalWindow = liteMaxTokens
 )
 
 // Local is Universal Sentence Encoder Lite (the TF.js graph shipped in the
@@ -100,26 +105,48 @@ func (l *Local) Dim() int { return LocalDim }
 func (l *Local) Tokenize(text string) []int { return l.tok.tokenize(text) }
 
 // Embed returns one unit-length 512-dimensional vector per text, in order.
-// Texts are processed one after another (the matrix products inside each use
-// all cores); ctx is checked before each text and, when it has ended, Embed
-// returns ctx.Err() and no vectors.
+// The texts are spread over GOMAXPROCS workers, each with scratch buffers of
+// its own: one window's matrices are too small for the matrix products to
+// keep several cores busy, many windows side by side are not. A vector does
+// not depend on how the texts were spread (each is computed from its own
+// text alone, by the same sequence of operations). ctx is checked before
+// each text and, when it has ended, Embed returns ctx.Err() and no vectors.
 //
 // A text with no tokens (the empty string) gets the vector the model gives a
 // zero-token row inside a batch: the mean pool is the zero vector, so the
 // result is l2normalize(tanh(bias)), the same for every empty text. TF.js
 // itself rejects a batch made only of empty texts.
 func (l *Local) Embed(ctx context.Context, texts []string) ([][]float32, error) {
-	s := l.scratch.Get().(*liteScratch)
-	defer l.scratch.Put(s)
+	return l.embed(ctx, texts, runtime.GOMAXPROCS(0))
+}
+
+// embed is Embed with at most workers texts in flight.
+func (l *Local) embed(ctx context.Context, texts []string, workers int) ([][]float32, error) {
 	out := make([][]float32, len(texts))
 	flat := make([]float32, len(texts)*LocalDim) // one allocation for all vectors
-	for i, text := range texts {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		v := flat[i*LocalDim : (i+1)*LocalDim : (i+1)*LocalDim]
-		l.net.forward(s, l.tok.tokenize(text), v)
-		out[i] = v
+	workers = max(1, min(workers, len(texts)))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := l.scratch.Get().(*liteScratch)
+			defer l.scratch.Put(s)
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(texts) || ctx.Err() != nil {
+					return
+				}
+				v := flat[i*LocalDim : (i+1)*LocalDim : (i+1)*LocalDim]
+				l.net.forward(s, l.tok.tokenize(texts[i]), v)
+				out[i] = v
+			}
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

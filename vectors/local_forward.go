@@ -329,3 +329,48 @@ func liteSoftmax(row []float32) {
 		row[i] *= inv
 	}
 }
+
+// GemmShape is one matrix product of the encoder: an M×K matrix times a
+// K×N one (stored N×K and transposed when TransB), Count times a window.
+type GemmShape struct {
+	M, K, N int
+	TransB  bool
+	Count   int
+}
+
+// LocalGemmShapes returns the matrix products Local's encoder computes for
+// one window of the given number of tokens (clamped to 1..128), in the
+// order apply and forward compute them: for each layer the q, k, v
+// projection, each head's q·kᵀ and weights·v, the output projection (and
+// layer 0's residual projection), the two feed-forward products; then the
+// tanh layer. It exists for benchmarks that set the encoder beside bare
+// matrix products of the same shapes; keep it in step with apply.
+func LocalGemmShapes(tokens int) []GemmShape {
+	T := min(max(tokens, 1), liteMaxTokens)
+	var out []GemmShape
+	for i, w := range []int{liteEmbedWidth, liteWidth} {
+		hd := w / liteHeads
+		out = append(out,
+			GemmShape{M: T, K: w, N: 3 * w, Count: 1},
+			GemmShape{M: T, K: hd, N: T, TransB: true, Count: liteHeads},
+			GemmShape{M: T, K: T, N: hd, Count: liteHeads},
+			GemmShape{M: T, K: w, N: liteWidth, Count: 1})
+		if i == 0 {
+			out = append(out, GemmShape{M: T, K: w, N: liteWidth, Count: 1})
+		}
+		out = append(out,
+			GemmShape{M: T, K: liteWidth, N: liteFFNWidth, Count: 1},
+			GemmShape{M: T, K: liteFFNWidth, N: liteWidth, Count: 1})
+	}
+	return append(out, GemmShape{M: 1, K: liteWidth, N: LocalDim, Count: 1})
+}
+
+// Gemm computes c = a·b (a·bᵀ when TransB) for row-major, contiguous
+// matrices of s's shape: the product the encoder runs, for benchmarks.
+func (s GemmShape) Gemm(a, b, c []float32) {
+	ldb := s.N
+	if s.TransB {
+		ldb = s.K
+	}
+	liteGemm(s.TransB, s.M, s.K, s.N, a, s.K, b, ldb, 0, c, s.N)
+}

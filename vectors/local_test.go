@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -252,17 +253,45 @@ func TestLocalConcurrent(t *testing.T) {
 
 // liteErrAfter is a context whose Err starts reporting context.Canceled after
 // its first ok calls, to cancel Embed between two texts deterministically.
+// Embed's workers call Err concurrently.
 type liteErrAfter struct {
 	context.Context
-	ok, calls int
+	ok    int64
+	calls atomic.Int64
 }
 
 func (c *liteErrAfter) Err() error {
-	c.calls++
-	if c.calls > c.ok {
+	if c.calls.Add(1) > c.ok {
 		return context.Canceled
 	}
 	return nil
+}
+
+// TestLocalEmbedSpread embeds the same texts on one worker and on several
+// and expects the same vectors bit for bit, in the same order: how Embed
+// spreads texts over cores must not change a vector.
+func TestLocalEmbedSpread(t *testing.T) {
+	l := loadLiteModel(t)
+	in := liteTexts(loadLiteReference(t))
+	in = append(in, "", strings.Repeat("a window longer than the model's 128 tokens ", 40))
+	want, err := l.embed(context.Background(), in, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, workers := range []int{2, 3, 8, len(in) + 5} {
+		got, err := l.embed(context.Background(), in, workers)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%d workers: %d vectors for %d texts", workers, len(got), len(in))
+		}
+		for i := range want {
+			if !slices.Equal(got[i], want[i]) {
+				t.Errorf("%d workers: the vector of text %d (%.30q) differs from one worker's", workers, i, in[i])
+			}
+		}
+	}
 }
 
 func TestLocalEmbedHonoursContext(t *testing.T) {
@@ -388,6 +417,39 @@ func liteAppend(name string, n int) func(*testing.T, string) {
 		defer f.Close()
 		if _, err := f.Write(make([]byte, n)); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// TestLocalGemmShapes ties LocalGemmShapes to the loaded network: the
+// products whose right-hand side is a weight matrix must cover every dense
+// kernel exactly once (a product added to apply without a shape, or a shape
+// of the wrong size, fails), and the attention products must be four per
+// layer of each kind.
+func TestLocalGemmShapes(t *testing.T) {
+	l := loadLiteModel(t)
+	const T = 100 // no weight matrix has 100 rows or columns
+	var weights, attention int
+	for _, s := range LocalGemmShapes(T) {
+		if s.N == T || s.K == T {
+			attention += s.Count
+			continue
+		}
+		weights += s.K * s.N * s.Count
+	}
+	want := len(l.net.tanhW)
+	for _, L := range l.net.layers {
+		want += len(L.qkvW) + len(L.outW) + len(L.resW) + len(L.ffn1W) + len(L.ffn2W)
+	}
+	if weights != want {
+		t.Errorf("the shapes multiply by %d weights, the network holds %d in its dense kernels", weights, want)
+	}
+	if attention != 2*2*liteHeads {
+		t.Errorf("%d attention products, want %d (q·kᵀ and weights·v per head, two layers)", attention, 2*2*liteHeads)
+	}
+	for _, s := range LocalGemmShapes(1000) {
+		if s.M > liteMaxTokens {
+			t.Errorf("shape %+v: more rows than the window's %d tokens", s, liteMaxTokens)
 		}
 	}
 }

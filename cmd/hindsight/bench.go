@@ -33,13 +33,14 @@ const benchUsage = `bench relevance --dataset DIR [--modes fulltext,semantic,hyb
        bench redact    [--datasets DIR] [--labels FILE] [--seed S] [--per-kind N] [--ingest-messages N] [--rounds R] [--out DIR] [--json]
        bench import    [--size 1GB] [--formats claude-code,codex] [--transcripts DIR|none] [--seed S] [--out DIR] [--json]
        bench watch     [--messages 600] [--sessions-per-agent 3] [--interval 100ms-500ms] [--seed S] [--out DIR] [--json]
+       bench embed     [--windows 256] [--rounds 5] [--seed S] [--out DIR] [--json]
 
 See bench/README.md: bring your own data, what each metric means, comparing two commits.`
 
 func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, "Usage: hindsight "+benchUsage)
-		return &usageError{"bench needs a subcommand: relevance, load, ingest, redact, import or watch"}
+		return &usageError{"bench needs a subcommand: relevance, load, ingest, redact, import, watch or embed"}
 	}
 	// The semantic settings (model directory, OpenAI key, WEAVIATE_URL...)
 	// come from the environment, as for serve.
@@ -80,6 +81,12 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		c.Self = []string{exe}
 		return runner.Import(ctx, c, stdout, stderr)
+	case "embed":
+		c, err := parseBenchEmbed(args[1:], cfg, stderr)
+		if err != nil {
+			return err
+		}
+		return runner.Embed(ctx, c, stdout, stderr)
 	case "watch":
 		c, err := parseBenchWatch(args[1:], stderr)
 		if err != nil {
@@ -93,7 +100,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return runner.Watch(ctx, c, stdout, stderr)
 	}
 	fmt.Fprintln(stderr, "Usage: hindsight "+benchUsage)
-	return &usageError{fmt.Sprintf("unknown bench %q (relevance, load, ingest, redact, import or watch)", args[0])}
+	return &usageError{fmt.Sprintf("unknown bench %q (relevance, load, ingest, redact, import, watch or embed)", args[0])}
 }
 
 func parseBenchRelevance(args []string, cfg *config.Config, stderr io.Writer) (runner.RelevanceConfig, error) {
@@ -332,6 +339,32 @@ func parseBenchImport(args []string, stderr io.Writer) (runner.ImportConfig, err
 		if _, err := os.Stat(filepath.Join(c.Transcripts, "manifest.tsv")); err != nil {
 			return c, &usageError{fmt.Sprintf("--transcripts %s: no manifest.tsv there", c.Transcripts)}
 		}
+	}
+	return c, nil
+}
+
+func parseBenchEmbed(args []string, cfg config.Config, stderr io.Writer) (runner.EmbedConfig, error) {
+	c := runner.EmbedConfig{Command: runner.CommandLine(append([]string{"hindsight", "bench", "embed"}, args...))}
+	fs := newFlags("bench embed", benchUsage, stderr)
+	modelDir := cfg.Semantic.ModelDir
+	if d, ok := os.LookupEnv("HINDSIGHT_MODEL_DIR"); ok && d != "" {
+		modelDir = d
+	}
+	fs.StringVar(&c.ModelDir, "model-dir", modelDir, "the offline model's directory (env HINDSIGHT_MODEL_DIR; `make model` fetches it)")
+	fs.IntVar(&c.Windows, "windows", 256, "windows (of the model's 128 tokens) embedded per round")
+	fs.IntVar(&c.Rounds, "rounds", 5, "rounds of every setting, alternated; the report gives medians")
+	fs.Uint64Var(&c.Seed, "seed", 1, "seed of the generated text and matrices")
+	fs.StringVar(&c.Out, "out", "", "directory for report.md and result.json")
+	fs.BoolVar(&c.JSON, "json", false, "print only the JSON result")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return c, err
+	}
+	if len(pos) > 0 {
+		return c, &usageError{fmt.Sprintf("bench embed takes no arguments, got %q", pos)}
+	}
+	if c.Windows < 1 || c.Rounds < 1 {
+		return c, &usageError{"--windows and --rounds must be at least 1"}
 	}
 	return c, nil
 }
