@@ -72,6 +72,11 @@ type rankSlice struct {
 // becomes a session the way the sync pipeline makes one: its messages
 // grouped into exchanges and chunks by ingest, then ingest.IndexSession.
 func TestRankingGoldens(t *testing.T) {
+	if raceBuild {
+		t.Skip("SKIPPING under -race: the goldens check scores and order, which the race detector cannot change, " +
+			"at ten times the cost with it; make test runs them in a build without -race " +
+			"(go test ./index -run TestRankingGoldens)")
+	}
 	root := datasetsRoot(t)
 	sets := []struct {
 		name string

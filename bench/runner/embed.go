@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -157,20 +155,7 @@ func Embed(ctx context.Context, c EmbedConfig, stdout, stderr io.Writer) error {
 	}
 	report := embedReport(res)
 	fmt.Fprint(stdout, report)
-	if c.Out == "" {
-		return nil
-	}
-	if err := os.MkdirAll(c.Out, 0o755); err != nil {
-		return err
-	}
-	b, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(c.Out, bench.ResultFile), append(b, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(c.Out, "report.md"), []byte(report), 0o644)
+	return writeRunFiles(c.Out, res, report)
 }
 
 // embedWindows returns n texts of generated coding-session prose, each long
