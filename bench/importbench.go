@@ -1,11 +1,8 @@
 package bench
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 )
@@ -104,16 +101,6 @@ func importTable(r *ImportResult) string {
 
 // WriteImportReport writes report.md and result.json into dir.
 func WriteImportReport(dir string, r *ImportResult) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	js, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "result.json"), append(js, '\n'), 0o644); err != nil {
-		return err
-	}
 	var b strings.Builder
 	b.WriteString("# Import: throughput and memory of `hindsight import`\n\nProduced by\n\n```\n" + r.Command + "\n```\n\n")
 	fmt.Fprintf(&b, `Generated histories (about %.0f MB of each format, written in the assistant's own layout under a
@@ -141,5 +128,5 @@ import figures are dominated by the process's start and the server's round trips
 	for _, k := range keys {
 		fmt.Fprintf(&b, "- %s: %s\n", k, r.Settings[k])
 	}
-	return os.WriteFile(filepath.Join(dir, "report.md"), []byte(b.String()), 0o644)
+	return WriteRun(dir, r, b.String())
 }

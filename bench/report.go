@@ -241,6 +241,18 @@ func RelevanceMarkdown(r *RelevanceResult) string {
 	return b.String()
 }
 
+// WriteRun writes a run's result (v, indented, as result.json) and its
+// report.md into dir, made if needed.
+func WriteRun(dir string, v any, report string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := writeResultJSON(dir, v); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, ReportFile), []byte(report), 0o644)
+}
+
 // writeResultJSON writes v, indented, as dir's result.json.
 func writeResultJSON(dir string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")

@@ -332,12 +332,6 @@ func WatchTable(r *WatchResult) string {
 
 // WriteWatchReport writes result.json and report.md into dir.
 func WriteWatchReport(dir string, r *WatchResult) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	if err := writeResultJSON(dir, r); err != nil {
-		return err
-	}
 	var b strings.Builder
 	b.WriteString("# Watch: from an assistant's append to a search hit\n\nProduced by\n\n```\n" + r.Command + "\n```\n\n")
 	agents := make([]string, 0, len(r.Sessions))
@@ -367,5 +361,5 @@ file and no watcher in it). Ratios are against it.
 	for _, k := range keys {
 		fmt.Fprintf(&b, "- %s: %s\n", k, r.Settings[k])
 	}
-	return os.WriteFile(filepath.Join(dir, "report.md"), []byte(b.String()), 0o644)
+	return WriteRun(dir, r, b.String())
 }

@@ -99,7 +99,11 @@ func Embed(ctx context.Context, c EmbedConfig, stdout, stderr io.Writer) error {
 		return nil
 	}
 	var runs []*EmbedSetting
-	for _, cores := range uniqueInts(1, ncpu) {
+	cores := []int{1}
+	if ncpu > 1 {
+		cores = append(cores, ncpu)
+	}
+	for _, cores := range cores {
 		runs = append(runs,
 			&EmbedSetting{Name: "embed", Cores: cores, run: embedAll},
 			&EmbedSetting{Name: "sgemm", Cores: cores, run: func() error { sgemm.run(len(texts), runtime.GOMAXPROCS(0)); return nil }})
@@ -155,7 +159,10 @@ func Embed(ctx context.Context, c EmbedConfig, stdout, stderr io.Writer) error {
 	}
 	report := embedReport(res)
 	fmt.Fprint(stdout, report)
-	return writeRunFiles(c.Out, res, report)
+	if c.Out == "" {
+		return nil
+	}
+	return bench.WriteRun(c.Out, res, report)
 }
 
 // embedWindows returns n texts of generated coding-session prose, each long
@@ -227,16 +234,6 @@ func (w *sgemmWork) run(n, workers int) {
 		}()
 	}
 	wg.Wait()
-}
-
-func uniqueInts(xs ...int) []int {
-	var out []int
-	for _, x := range xs {
-		if len(out) == 0 || out[len(out)-1] != x {
-			out = append(out, x)
-		}
-	}
-	return out
 }
 
 // embedReport is the report.md of a run.

@@ -203,26 +203,10 @@ func Redact(ctx context.Context, c RedactConfig, stdout, stderr io.Writer) error
 	}
 	report := redactReport(res)
 	fmt.Fprint(stdout, report)
-	return writeRunFiles(c.Out, res, report)
-}
-
-// writeRunFiles writes a run's result.json and report.md into dir, made if
-// needed; an empty dir writes nothing.
-func writeRunFiles(dir string, result any, report string) error {
-	if dir == "" {
+	if c.Out == "" {
 		return nil
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	b, err := json.MarshalIndent(result, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, bench.ResultFile), append(b, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, "report.md"), []byte(report), 0o644)
+	return bench.WriteRun(c.Out, res, report)
 }
 
 // secretRecall redacts every sample and checks its secret is gone, and
