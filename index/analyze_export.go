@@ -62,11 +62,13 @@ func phrasesOf(ps []phrase) [][][]string {
 	return out
 }
 
-// Matches reports whether a document of the given texts satisfies the
-// query's phrases and exclusions (plain words only rank): every phrase
-// occurs in one of texts, and no exclusion occurs in any.
-func (a *Analyzer) Matches(q ParsedQuery, texts ...string) bool {
-	return matchesQuery(a.a, q.p, texts...)
+// MatchesMessages reports whether a document of a title and a body whose
+// later messages start at breaks (Session.Breaks, Chunk.Breaks) satisfies
+// the query's phrases and exclusions (plain words only rank): every phrase
+// occurs within the title or within one message, never across two, as
+// Search matches it, and no exclusion occurs in any.
+func (a *Analyzer) MatchesMessages(q ParsedQuery, title, body string, breaks []int) bool {
+	return sessionMatches(a.a, q.p, Session{Title: title, Body: body, Breaks: breaks})
 }
 
 // phraseIn reports whether the token stream holds ph at consecutive

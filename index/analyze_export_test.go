@@ -52,7 +52,7 @@ func TestAnalyzerMatchesLikeSearch(t *testing.T) {
 			for _, tm := range an.Terms(d.Title + "\n" + d.Body) {
 				has = has || terms[tm]
 			}
-			if got := has && an.Matches(pq, d.Title, d.Body); got != found[d.SessionID] {
+			if got := has && an.MatchesMessages(pq, d.Title, d.Body, d.Breaks); got != found[d.SessionID] {
 				t.Errorf("%s on %s: Matches %v, Search found it: %v", q, d.SessionID, got, found[d.SessionID])
 			}
 		}

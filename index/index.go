@@ -56,7 +56,8 @@ const (
 // Version 3: no term vectors and no chunk index; chunk statistics on the
 // session documents (fieldChunks, fieldChunkLength).
 // Version 4: the word pairs of each message (fieldPairs), for phrases.
-const formatVersion = 4
+// Version 5: the pairs' positions, so that phrases need no text.
+const formatVersion = 5
 
 // metaKey is the Bleve internal key (in the sessions index) that records the
 // format and the settings the index was built with.
@@ -81,7 +82,7 @@ type Options struct {
 	// query text) and warnings. The zero value is silent.
 	Logger zerolog.Logger
 	// Text, when set, is where the index reads the text of its hits: for
-	// snippets, for checking phrases (the index keeps no positions) and
+	// snippets, for checking the rare phrase its pairs do not decide and
 	// for scoring chunks (there are no chunk documents). The index then
 	// stores no text of its own: the records it is derived from hold the
 	// same text anyway. Without it, the title, body and chunks are stored
@@ -129,11 +130,12 @@ func (o Options) titleRepeat() (int, error) {
 // are serialised against each other.
 //
 // One Bleve index of session documents lives under the directory. It holds
-// what BM25 scores and nothing more: postings with frequencies and norms,
-// no positions and no text. Phrases are checked on the hits' text, and
-// chunks (Kind Chunks) are scored from the text of the best sessions (see
-// searchChunks): positions and chunk documents made the index 3.4 times the
-// text it indexes, without them it is a fifth of it (doc.go). Results and
+// what BM25 scores and what phrases need: postings with frequencies and
+// norms, and each message's word pairs with their positions (pairs.go); no
+// positions of the scored words and no text. Chunks (Kind Chunks) are
+// scored from the text of the best sessions (see searchChunks): positions
+// and chunk documents made the index 3.4 times the text it indexes (doc.go).
+// Results and
 // scores are per user: the BM25 statistics are computed over the querying
 // user's live documents only (scoring.go).
 //

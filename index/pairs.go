@@ -7,15 +7,14 @@ import (
 
 	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/blevesearch/bleve/v2/document"
-	"github.com/blevesearch/bleve/v2/search/query"
 	bleveindex "github.com/blevesearch/bleve_index_api"
 )
 
-// Phrases. The index keeps no positions; what it keeps for phrases is, per
-// session document, the set of adjacent term pairs of each message (and of
-// the title), a keyword field without frequencies (fieldPairs): term x at
-// some position and term y at the next, within one message, give the term
-// "x y". A message's text is analysed as part of the body, but analysis
+// Phrases. The scored text keeps no positions; what the index keeps for
+// phrases is, per session document, the adjacent term pairs of each
+// message (and of the title) with the positions where they occur, a field
+// that is never scored (fieldPairs): term x at position p and term y at
+// p+1, within one message, give the term "x y" at p. A message's text is analysed as part of the body, but analysis
 // never joins tokens across the white space between messages (see
 // compose.go), so its tokens are those of the message alone, and a pair
 // whose tokens lie in two messages (Session.Breaks) or two copies of the
@@ -24,12 +23,12 @@ import (
 // looked for all in the body or all in the title: a session whose title
 // ends "a b" and whose messages hold "b c" is no candidate for "a b c".
 //
-// A quoted phrase of n positions then finds its candidates with the n-1
-// pairs of its adjacent positions (one of each position's alternatives),
-// all required: a few documents even when thousands hold its words. For a
-// phrase of two positions holding a pair is holding the phrase; a longer
-// one (a b c held as "a b" in one place and "b c" in another) is checked
-// on the text of the candidates (matchesQuery), each message on its own.
+// A quoted phrase of n positions is then the n-1 pairs of its adjacent
+// positions (one of each position's alternatives) at consecutive
+// positions: "a b" at p and "b c" at p+1 is "a b c" at p, and since no
+// pair crosses a message, the chain lies within one (phrases.go). The
+// documents holding all the pairs are found with their bitmaps, and only
+// those are checked, on the pairs' positions: no text is read.
 
 // pairSep joins the two terms of a pair: analysed terms hold no white
 // space.
@@ -79,11 +78,17 @@ func newPairsField(tokens analysis.TokenStream, segOf func(int) int) *pairsField
 				key = append(key, pairSep...)
 			}
 			key = append(append(append(key, t.Term...), pairSep...), order[j].Term...)
-			if _, ok := freqs[string(key)]; !ok {
+			tf, ok := freqs[string(key)]
+			if !ok {
 				k := string(key)
-				freqs[k] = &bleveindex.TokenFreq{Term: []byte(k)}
+				tf = &bleveindex.TokenFreq{Term: []byte(k)}
+				freqs[k] = tf
 			}
+			tf.Locations = append(tf.Locations, &bleveindex.TokenLocation{Position: p})
 		}
+	}
+	for _, tf := range freqs {
+		tf.SetFrequency(len(tf.Locations))
 	}
 	f.freqs = freqs
 	return f
@@ -92,8 +97,9 @@ func newPairsField(tokens analysis.TokenStream, segOf func(int) int) *pairsField
 // Analyze implements document.Field: the work is done in newPairsField.
 func (f *pairsField) Analyze() {}
 
-// AnalyzedLength implements document.Field; the field has no norms.
-func (f *pairsField) AnalyzedLength() int { return len(f.freqs) }
+// AnalyzedLength implements document.Field. The field is never scored: a
+// length of 0 makes zap store each posting's norm in one byte.
+func (f *pairsField) AnalyzedLength() int { return 0 }
 
 // AnalyzedTokenFrequencies implements document.Field.
 func (f *pairsField) AnalyzedTokenFrequencies() bleveindex.TokenFrequencies { return f.freqs }
@@ -156,77 +162,4 @@ func parseBreaks(s string) []int {
 		}
 	}
 	return out
-}
-
-// exact reports whether holding the phrase's pair query (pairQuery) is
-// holding the phrase: one position (a word), or two, both with a term.
-func (ph phrase) exact() bool {
-	return len(ph) == 1 || (len(ph) == 2 && len(ph[0]) > 0 && len(ph[1]) > 0)
-}
-
-// pairQuery returns the Bleve query of the documents that hold, for each
-// two adjacent positions of the phrase, a pair of their alternatives in one
-// message, all in the body or all in the title, and the words of any
-// position that is in no pair (next to a position without a term, or a
-// phrase of one position).
-func (ph phrase) pairQuery() query.Query {
-	var all []query.Query
-	if body := ph.pairsIn(pairTerm); body != nil {
-		all = append(all, query.NewDisjunctionQuery([]query.Query{body, ph.pairsIn(titlePairTerm)}))
-	}
-	all = append(all, ph.unpaired()...)
-	if len(all) == 1 {
-		return all[0]
-	}
-	return query.NewConjunctionQuery(all)
-}
-
-// pairsIn returns the conjunction of the phrase's adjacent pairs, each a
-// disjunction of its alternatives' terms (term makes them); nil when no
-// two adjacent positions have terms.
-func (ph phrase) pairsIn(term func(x, y string) string) query.Query {
-	var all []query.Query
-	for i, alts := range ph {
-		if len(alts) == 0 || i+1 >= len(ph) || len(ph[i+1]) == 0 {
-			continue
-		}
-		var qs []query.Query
-		for _, x := range alts {
-			for _, y := range ph[i+1] {
-				qs = append(qs, termQuery(fieldPairs, term(x, y)))
-			}
-		}
-		all = append(all, anyOf(qs))
-	}
-	switch len(all) {
-	case 0:
-		return nil
-	case 1:
-		return all[0]
-	}
-	return query.NewConjunctionQuery(all)
-}
-
-// unpaired returns, for each position with terms but no neighbour with
-// terms, the disjunction of its alternatives (scored-text words).
-func (ph phrase) unpaired() []query.Query {
-	var out []query.Query
-	for i, alts := range ph {
-		if len(alts) == 0 || (i > 0 && len(ph[i-1]) > 0) || (i+1 < len(ph) && len(ph[i+1]) > 0) {
-			continue
-		}
-		qs := make([]query.Query, len(alts))
-		for k, t := range alts {
-			qs[k] = termQuery(fieldText, t)
-		}
-		out = append(out, anyOf(qs))
-	}
-	return out
-}
-
-func anyOf(qs []query.Query) query.Query {
-	if len(qs) == 1 {
-		return qs[0]
-	}
-	return query.NewDisjunctionQuery(qs)
 }

@@ -67,7 +67,9 @@ func (m *messageSource) EachText(_ context.Context, userID string, ids []string,
 // within the title or within one message, in order, never across two
 // messages, two copies of the title, or the title and the body; whether
 // the index stores the text, reads it whole from a TextSource, or a text
-// at a time from a MessageSource.
+// at a time from a MessageSource. The pairs and their positions decide a
+// phrase without reading text; only a phrase with a gap (a dropped token)
+// is checked on the text.
 func TestPhraseWithinOneMessage(t *testing.T) {
 	ms := &messageSource{mapSource: mapSource{sessions: map[string]Session{}}}
 	for _, src := range []TextSource{nil, &ms.mapSource, ms} {
@@ -76,14 +78,19 @@ func TestPhraseWithinOneMessage(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { ix.Close() })
-		testPhraseWithinOneMessage(t, ix, ms.sessions)
+		texts := func() int { return 0 }
+		if src == TextSource(ms) {
+			texts = func() int { return ms.texts }
+		}
+		testPhraseWithinOneMessage(t, ix, ms.sessions, texts)
 	}
 	if ms.texts == 0 {
-		t.Error("the message source was never read")
+		t.Error("the message source was never read, not even for the phrase with a gap")
 	}
 }
 
-func testPhraseWithinOneMessage(t *testing.T, ix *Index, records map[string]Session) {
+func testPhraseWithinOneMessage(t *testing.T, ix *Index, records map[string]Session, texts func() int) {
+	const gapPhrase = `"flaky _ timeout"` // the pairs do not decide it: the text does
 	ss := []Session{
 		conversation("u", "within", "", [2]string{"the socket timeout is flaky", "yes"}),
 		conversation("u", "across", "", [2]string{"why is it flaky socket", "timeout, the log says"}),
@@ -93,6 +100,7 @@ func testPhraseWithinOneMessage(t *testing.T, ix *Index, records map[string]Sess
 		conversation("u", "copies", "timeout flaky socket", [2]string{"x", "y"}),
 		conversation("u", "ident", "", [2]string{"see flakySocketTimeout()", "right"}),
 		conversation("u", "exchanges", "", [2]string{"a flaky socket", "b"}, [2]string{"timeout c", "d"}),
+		conversation("u", "gap", "", [2]string{"flaky _ timeout", "e"}, [2]string{"flaky, timeout", "f"}),
 	}
 	for _, s := range ss {
 		records[s.UserID+"/"+s.SessionID] = s
@@ -112,10 +120,17 @@ func testPhraseWithinOneMessage(t *testing.T, ix *Index, records map[string]Sess
 			[]string{"across#0", "exchanges#0"}},
 		{`socket -"flaky socket timeout"`, []string{"across", "apart", "copies", "exchanges", "titlebody", "within"},
 			[]string{"across#0", "apart#0", "exchanges#0", "within#0"}},
+		// "_" is no token: the phrase is "flaky", any word, "timeout" (so
+		// "flaky socket timeout" holds it).
+		{gapPhrase, []string{"gap", "ident", "title"}, []string{"gap#0", "ident#0"}},
 	} {
+		before := texts()
 		got := sorted(ids(search(t, ix, Query{UserID: "u", Text: tt.q, Limit: MaxLimit})))
 		if want := sorted(tt.sessions); !slices.Equal(got, want) {
 			t.Errorf("sessions %s = %v, want %v", tt.q, got, want)
+		}
+		if read := texts() - before; tt.q != gapPhrase && read > 0 {
+			t.Errorf("sessions %s: read %d texts; the pairs decide it", tt.q, read)
 		}
 		got = sorted(ids(search(t, ix, Query{UserID: "u", Text: tt.q, Kind: Chunks, Limit: MaxLimit})))
 		if want := sorted(tt.chks); !slices.Equal(got, want) {
@@ -304,13 +319,16 @@ func minus(a, b []string) []string {
 func TestPhraseBudgetSaysPartial(t *testing.T) {
 	ix := openTest(t, "")
 	var ss []Session
-	for i := range 40 { // every one holds both pairs, none the phrase
+	// The phrase has a gap ("_" is no token), so its pairs do not decide
+	// it and its candidates are checked on their text.
+	const phrase = `"flaky _ timeout"`
+	for i := range 40 { // every one holds both words, none the phrase
 		ss = append(ss, conversation("u", fmt.Sprintf("decoy%02d", i), "", [2]string{"flaky socket and socket timeout", "no"}))
 	}
-	ss = append(ss, conversation("u", "holder", "", [2]string{"a flaky socket timeout", "yes"}))
+	ss = append(ss, conversation("u", "holder", "", [2]string{"a flaky _ timeout", "yes"}))
 	put(t, ix, ss...)
 	ix.checkBudget = 8
-	hits, err := ix.Search(context.Background(), Query{UserID: "u", Text: `"flaky socket timeout" and`, Limit: 5})
+	hits, err := ix.Search(context.Background(), Query{UserID: "u", Text: phrase + ` and`, Limit: 5})
 	if !errors.Is(err, ErrPartial) {
 		t.Fatalf("err = %v, hits %v: want ErrPartial", err, ids(hits))
 	}
@@ -320,15 +338,15 @@ func TestPhraseBudgetSaysPartial(t *testing.T) {
 		}
 	}
 	ix.checkBudget = 0 // the default
-	hits = search(t, ix, Query{UserID: "u", Text: `"flaky socket timeout" and`, Limit: 5})
+	hits = search(t, ix, Query{UserID: "u", Text: phrase + ` and`, Limit: 5})
 	if !slices.Equal(ids(hits), []string{"holder"}) {
 		t.Errorf("hits %v, want [holder]", ids(hits))
 	}
-	if _, err := ix.Search(context.Background(), Query{UserID: "u", Text: `"flaky socket timeout" and`, Kind: Chunks, Limit: 5}); err != nil {
+	if _, err := ix.Search(context.Background(), Query{UserID: "u", Text: phrase + ` and`, Kind: Chunks, Limit: 5}); err != nil {
 		t.Errorf("chunks: %v", err)
 	}
 	ix.checkBudget = 8
-	if _, err := ix.Search(context.Background(), Query{UserID: "u", Text: `"flaky socket timeout"`, Kind: Chunks, Limit: 5}); !errors.Is(err, ErrPartial) {
+	if _, err := ix.Search(context.Background(), Query{UserID: "u", Text: phrase, Kind: Chunks, Limit: 5}); !errors.Is(err, ErrPartial) {
 		t.Errorf("chunks with 41 candidate sessions and a budget of 8: err %v, want ErrPartial", err)
 	}
 }

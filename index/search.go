@@ -147,15 +147,16 @@ func sortHits(hits []Hit) {
 	})
 }
 
-// Phrase checks. A phrase of more than two words (or an exclusion) is
-// decided by the text: searchWords narrows it to the documents holding its
-// word pairs (pairs.go), and the best of them are checked on their text,
-// message by message (sessionMatches); when fewer than the limit pass, the
-// search is run again for checkGrowth times as many. A search reads the
-// text of at most maxChecked sessions: one that would need more stops and
-// returns what passed with ErrPartial. The pairs make failed checks rare
-// (a document holding "a b" and "b c" apart but never "a b c"), so the
-// budget is for the pathological case, not the common one.
+// Phrase checks. The pairs and their positions decide a phrase (and an
+// exclusion) in searchWords, except one with a gap: a token the analyzer
+// drops (a lone "_", a blob) inside it leaves a position without terms,
+// and a word with no neighbouring word cannot be placed by pairs
+// (phrase.exact). Such a query is decided by the text: searchWords
+// narrows it to the documents holding its pairs and words, and the best of
+// them are checked on their text, message by message (sessionMatches);
+// when fewer than the limit pass, the search is run again for checkGrowth
+// times as many. A search reads the text of at most maxChecked sessions:
+// one that would need more stops and returns what passed with ErrPartial.
 const (
 	checkGrowth = 4
 	maxChecked  = MaxLimit
@@ -515,21 +516,9 @@ func sessionMatches(a analysis.Analyzer, pq parsedQuery, s Session) bool {
 	return m.matches()
 }
 
-// matchesQuery reports whether a document of the given texts satisfies the
-// query's phrases and exclusions (plain words only rank): every phrase
-// occurs in one of texts, and no exclusion occurs in any.
-func matchesQuery(a analysis.Analyzer, pq parsedQuery, texts ...string) bool {
-	if len(pq.Phrases) == 0 && len(pq.Exclude) == 0 {
-		return true
-	}
-	streams := make([]analysis.TokenStream, len(texts))
-	for i, t := range texts {
-		streams[i] = a.Analyze([]byte(t))
-	}
-	return matchesTokens(pq, streams...)
-}
-
-// matchesTokens is matchesQuery over analysed texts.
+// matchesTokens reports whether a document of the given analysed texts
+// satisfies the query's phrases and exclusions (plain words only rank):
+// every phrase occurs in one of texts, and no exclusion occurs in any.
 func matchesTokens(pq parsedQuery, streams ...analysis.TokenStream) bool {
 	in := func(ph phrase) bool {
 		for _, s := range streams {

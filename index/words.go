@@ -3,7 +3,6 @@ package index
 import (
 	"cmp"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"math"
 	"math/bits"
@@ -16,8 +15,6 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/index/scorch"
-	blevesearch "github.com/blevesearch/bleve/v2/search"
-	"github.com/blevesearch/bleve/v2/search/query"
 	segment "github.com/blevesearch/scorch_segment_api/v2"
 
 	"github.com/hindsight-dev/hindsight/topk"
@@ -26,11 +23,12 @@ import (
 // searchWords evaluates a parsed query on the index's segments directly,
 // with the scoring function of scoring.go (textbook BM25). Plain words
 // are the common case; phrases and exclusions only narrow the candidates:
-// Bleve's searchers find the documents that hold every phrase's word pairs
-// (and those that hold an excluded word or pair) on the same snapshot
-// (phraseFilter), and the words and the phrases' words are then scored
-// like plain words. The index has no positions: the caller checks phrases
-// of more than two words on the text (see parsedQuery.needsCheck).
+// the documents that hold every phrase (and those that hold an exclusion)
+// are found on the same snapshot by the phrases' word pairs and their
+// positions (phraseFilter, phrases.go), and the words and the phrases'
+// words are then scored like plain words. Only a phrase with a gap (a
+// dropped token) is left to the caller to check on the text (see
+// parsedQuery.needsCheck).
 //
 // Bleve's own scorer is not used: it takes sqrt(tf), weights each term by
 // idf twice (BM25 idf times idf·queryNorm), multiplies by a coordination
@@ -112,7 +110,7 @@ func searchWords(ctx context.Context, idx bleve.Index, lengths *lengthCache, use
 		// The plain words come first in terms, in query order.
 		plan = planFromFrequencies(n, pq.Terms, res.df[:len(pq.Terms)])
 	}
-	if ws.filter, err = phraseFilter(ctx, snap, idx, userID, pq); err != nil {
+	if ws.filter, err = phraseFilter(ctx, segs, userID, pq); err != nil {
 		return res, err
 	}
 	ws.weigh(n, ws.lengths.meanLength())
@@ -1248,99 +1246,4 @@ func (ws *wordSearch) load(best []scoredDoc) ([]docHit, error) {
 		docs[k] = docHit{id: string(id), score: sd.score}
 	}
 	return docs, nil
-}
-
-// docFilter is what a query's phrases and exclusions leave of each
-// segment's documents: those holding every phrase's pairs (required, when
-// there are phrases; see pairs.go) and no excluded word or two-word
-// phrase (excluded). A longer exclusion is not in it: only the text can
-// tell whether a document holding its pairs holds it.
-type docFilter struct {
-	required []*roaring.Bitmap // by segment; nil slice: no phrase
-	excluded []*roaring.Bitmap // by segment; nil slice: no exclusion
-}
-
-// apply narrows segment i's candidates; cand is not modified.
-func (f *docFilter) apply(i int, cand *roaring.Bitmap) *roaring.Bitmap {
-	if f.required != nil {
-		cand = roaring.And(cand, f.required[i])
-	}
-	if f.excluded != nil {
-		cand = roaring.AndNot(cand, f.excluded[i])
-	}
-	return cand
-}
-
-// phraseFilter finds, with Bleve's searchers on snap (unscored), the
-// user's documents that hold every phrase's pairs and those that hold an
-// exclusion its pairs decide (phrase.exact); nil when pq has neither.
-func phraseFilter(ctx context.Context, snap *scorch.IndexSnapshot, idx bleve.Index, userID string, pq parsedQuery) (*docFilter, error) {
-	var words []query.Query
-	for _, ph := range pq.Exclude {
-		if ph.exact() {
-			words = append(words, ph.pairQuery())
-		}
-	}
-	if len(pq.Phrases) == 0 && len(words) == 0 {
-		return nil, nil
-	}
-	f := &docFilter{}
-	var err error
-	if len(pq.Phrases) > 0 {
-		qs := []query.Query{termQuery(fieldUser, userID)}
-		for _, ph := range pq.Phrases {
-			qs = append(qs, ph.pairQuery())
-		}
-		if f.required, err = matching(ctx, snap, idx, query.NewConjunctionQuery(qs)); err != nil {
-			return nil, err
-		}
-	}
-	if len(words) > 0 {
-		q := query.NewConjunctionQuery([]query.Query{termQuery(fieldUser, userID), query.NewDisjunctionQuery(words)})
-		if f.excluded, err = matching(ctx, snap, idx, q); err != nil {
-			return nil, err
-		}
-	}
-	return f, nil
-}
-
-// matching returns the documents of snap that match q, as a bitmap of
-// document numbers per segment.
-func matching(ctx context.Context, snap *scorch.IndexSnapshot, idx bleve.Index, q query.Query) ([]*roaring.Bitmap, error) {
-	segs := snap.Segments()
-	out := make([]*roaring.Bitmap, len(segs))
-	offsets := make([]uint64, len(segs)) // first global document number of each segment
-	var running uint64
-	for i, s := range segs {
-		out[i] = roaring.New()
-		offsets[i] = running
-		running += s.Segment().Count()
-	}
-	s, err := q.Searcher(ctx, snap, idx.Mapping(), blevesearch.SearcherOptions{Score: "none"})
-	if err != nil {
-		return nil, err
-	}
-	defer s.Close()
-	sctx := &blevesearch.SearchContext{DocumentMatchPool: blevesearch.NewDocumentMatchPool(s.DocumentMatchPoolSize(), 0)}
-	for n := 0; ; n++ {
-		if n%1024 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-		}
-		dm, err := s.Next(sctx)
-		if err != nil {
-			return nil, err
-		}
-		if dm == nil {
-			return out, nil
-		}
-		if len(dm.IndexInternalID) != 8 { // scorch's encoding: the number, big-endian
-			return nil, fmt.Errorf("unexpected internal document id %x", dm.IndexInternalID)
-		}
-		num := binary.BigEndian.Uint64(dm.IndexInternalID)
-		i := sort.Search(len(offsets), func(x int) bool { return offsets[x] > num }) - 1
-		out[i].Add(uint32(num - offsets[i]))
-		sctx.DocumentMatchPool.Put(dm)
-	}
 }

@@ -184,7 +184,7 @@ type refMode int
 const (
 	exact    refMode = iota // phrases in the title or in one message (Search)
 	presence                // a phrase's words anywhere, one-word exclusions only
-	pairs                   // a phrase's pairs all in the title or all in the body, exclusions of up to two words (searchWords)
+	pairs                   // what searchWords decides: phrases and exclusions exactly where their pairs decide them (phrase.exact), else a phrase's pairs all in the title or all in the body
 )
 
 // stats returns the BM25 statistics of user's sessions: their number, the
@@ -250,10 +250,10 @@ func (r *refIndex) search(pq parsedQuery, user string, withPlan bool, mode refMo
 		}
 		ok := len(pq.Phrases) > 0 || slices.ContainsFunc(pq.Terms, func(t string) bool { return d.text.tf[t] > 0 })
 		for _, ph := range pq.Phrases {
-			switch mode {
-			case exact:
+			switch {
+			case mode == exact || (mode == pairs && ph.exact()):
 				ok = ok && (d.title.hasPhrase(ph) || hasPhraseIn(d.messages, ph))
-			case pairs:
+			case mode == pairs:
 				ok = ok && (hasPairs([]refText{d.title}, ph) || hasPairs(d.messages, ph))
 			default:
 				ok = ok && d.text.hasWords(ph)

@@ -50,6 +50,7 @@ func (r *records) Texts(_ context.Context, userID string, ids []string) (map[str
 
 var corpus = []index.Session{
 	{UserID: "u1", SessionID: "s1", Title: "Fix the flaky auth test", Body: "The parseConfigFile helper fails when the token expires.\n\nWe retried the login flow.",
+		Breaks: []int{len("The parseConfigFile helper fails when the token expires.\n\n")},
 		Chunks: []index.Chunk{{Ordinal: 0, Text: "The parseConfigFile helper fails when the token expires."}, {Ordinal: 1, Text: "We retried the login flow."}}},
 	{UserID: "u1", SessionID: "s2", Title: "Database migration", Body: "Add an index to the users table; the migration runs in a transaction. Config file parsing is unrelated.",
 		Chunks: []index.Chunk{{Ordinal: 0, Text: "Add an index to the users table; the migration runs in a transaction."}, {Ordinal: 1, Text: "Config file parsing is unrelated."}}},
@@ -115,6 +116,9 @@ func TestSameAsBleve(t *testing.T) {
 		{"migrations transactions", index.Sessions},
 		{"login", index.Chunks},
 		{`"token expires"`, index.Chunks},
+		// Across two messages of s1: no match, in either index.
+		{`"token expires we retried"`, index.Sessions},
+		{`"expires we"`, index.Sessions},
 		{"nothingmatcheshere", index.Sessions},
 		{"the auth of a test", index.Sessions},
 	} {

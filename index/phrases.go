@@ -1,0 +1,316 @@
+package index
+
+import (
+	"context"
+	"slices"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/blevesearch/bleve/v2/index/scorch"
+	segment "github.com/blevesearch/scorch_segment_api/v2"
+)
+
+// The phrase filter: which of a user's documents hold a query's phrases
+// and which hold an exclusion, decided on the word pairs and their
+// positions (pairs.go) segment by segment, without reading any text.
+//
+// A phrase is a chain of pairs at offsets of the phrase (pairAt): "a b c"
+// is "a b" at offset 0 and "b c" at offset 1, and a document holds it at
+// p when it holds each pair at p plus its offset. The documents holding
+// every pair are found first, with the pairs' bitmaps; only they are
+// checked on positions, each pair's positions read at the documents
+// (posCursor) and intersected, offset by offset, until a start is left or
+// none is. A phrase matches in the body or in the title (whose pairs have
+// their own terms), never partly in each.
+
+// docFilter is what a query's phrases and exclusions leave of each
+// segment's documents: those holding every phrase (required, when there
+// are phrases) and those holding an exclusion the pairs decide (excluded;
+// see phrase.exact). A phrase the pairs do not decide leaves the
+// documents holding its words in the pairs' order as far as the pairs
+// tell; only the text can tell the rest (parsedQuery.needsCheck).
+type docFilter struct {
+	required []*roaring.Bitmap // by segment; nil slice: no phrase
+	excluded []*roaring.Bitmap // by segment; nil slice: no exclusion
+}
+
+// apply narrows segment i's candidates; cand is not modified.
+func (f *docFilter) apply(i int, cand *roaring.Bitmap) *roaring.Bitmap {
+	if f.required != nil {
+		cand = roaring.And(cand, f.required[i])
+	}
+	if f.excluded != nil {
+		cand = roaring.AndNot(cand, f.excluded[i])
+	}
+	return cand
+}
+
+// phraseFilter returns the filter of pq's phrases and exclusions over the
+// user's live documents of segs; nil when pq has neither.
+func phraseFilter(ctx context.Context, segs []*scorch.SegmentSnapshot, userID string, pq parsedQuery) (*docFilter, error) {
+	var excl []phrase
+	for _, ph := range pq.Exclude {
+		if ph.exact() {
+			excl = append(excl, ph)
+		}
+	}
+	if len(pq.Phrases) == 0 && len(excl) == 0 {
+		return nil, nil
+	}
+	f := &docFilter{}
+	if len(pq.Phrases) > 0 {
+		f.required = make([]*roaring.Bitmap, len(segs))
+	}
+	if len(excl) > 0 {
+		f.excluded = make([]*roaring.Bitmap, len(segs))
+	}
+	for i, s := range segs {
+		d, err := s.Segment().Dictionary(fieldUser)
+		if err != nil {
+			return nil, err
+		}
+		pl, err := d.PostingsList([]byte(userID), s.Deleted(), nil)
+		if err != nil {
+			return nil, err
+		}
+		user := postingsBitmap(pl)
+		if f.required != nil {
+			req := user
+			for _, ph := range pq.Phrases {
+				if req, err = phraseDocs(ctx, s.Segment(), req, ph); err != nil {
+					return nil, err
+				}
+			}
+			f.required[i] = req
+		}
+		if f.excluded != nil {
+			exc := roaring.New()
+			for _, ph := range excl {
+				m, err := phraseDocs(ctx, s.Segment(), user, ph)
+				if err != nil {
+					return nil, err
+				}
+				exc.Or(m)
+			}
+			f.excluded[i] = exc
+		}
+	}
+	return f, nil
+}
+
+// phraseDocs returns the documents of within (seg's; not modified) that
+// hold ph in one message or in the title, exactly when ph.exact, else a
+// superset of them.
+func phraseDocs(ctx context.Context, seg segment.Segment, within *roaring.Bitmap, ph phrase) (*roaring.Bitmap, error) {
+	body, err := chainDocs(ctx, seg, within, ph.pairs(pairTerm))
+	if err != nil {
+		return nil, err
+	}
+	title, err := chainDocs(ctx, seg, within, ph.pairs(titlePairTerm))
+	if err != nil {
+		return nil, err
+	}
+	out := roaring.Or(body, title)
+	for _, alts := range ph.unpaired() {
+		if out.IsEmpty() {
+			break
+		}
+		words := roaring.New()
+		for _, t := range alts {
+			pl, err := postingsOf(seg, fieldText, t)
+			if err != nil {
+				return nil, err
+			}
+			words.Or(postingsBitmap(pl))
+		}
+		out.And(words)
+	}
+	return out, nil
+}
+
+// pairAt is one link of a phrase's chain: the pair terms of its
+// alternatives at offset at and at+1.
+type pairAt struct {
+	at    int
+	terms []string
+}
+
+// exact reports whether the pairs decide the phrase: one position with
+// terms (a word), or every position with terms next to another with
+// terms, so that the chain of pairs covers it.
+func (ph phrase) exact() bool {
+	withTerms := 0
+	for _, alts := range ph {
+		if len(alts) > 0 {
+			withTerms++
+		}
+	}
+	return withTerms == 1 || (withTerms > 1 && len(ph.unpaired()) == 0)
+}
+
+// pairs returns the phrase's chain: for each two adjacent positions with
+// terms, the terms (made by term) of every pair of their alternatives.
+func (ph phrase) pairs(term func(x, y string) string) []pairAt {
+	var out []pairAt
+	for i := 0; i+1 < len(ph); i++ {
+		if len(ph[i]) == 0 || len(ph[i+1]) == 0 {
+			continue
+		}
+		p := pairAt{at: i}
+		for _, x := range ph[i] {
+			for _, y := range ph[i+1] {
+				p.terms = append(p.terms, term(x, y))
+			}
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// unpaired returns, for each position with terms but no neighbour with
+// terms, its alternatives (scored-text words): they are looked for in the
+// document, not at a position.
+func (ph phrase) unpaired() [][]string {
+	var out [][]string
+	for i, alts := range ph {
+		if len(alts) == 0 || (i > 0 && len(ph[i-1]) > 0) || (i+1 < len(ph) && len(ph[i+1]) > 0) {
+			continue
+		}
+		out = append(out, alts)
+	}
+	return out
+}
+
+// chainDocs returns the documents of within (not modified) holding every
+// pair of chain at positions p+at for one p; within itself for an empty
+// chain.
+func chainDocs(ctx context.Context, seg segment.Segment, within *roaring.Bitmap, chain []pairAt) (*roaring.Bitmap, error) {
+	cand := within.Clone()
+	lists := make([][]segment.PostingsList, len(chain))
+	for k, p := range chain {
+		held := roaring.New()
+		for _, t := range p.terms {
+			pl, err := postingsOf(seg, fieldPairs, t)
+			if err != nil {
+				return nil, err
+			}
+			lists[k] = append(lists[k], pl)
+			held.Or(postingsBitmap(pl))
+		}
+		if cand.And(held); cand.IsEmpty() {
+			return cand, nil
+		}
+	}
+	if len(chain) <= 1 {
+		return cand, nil
+	}
+	cursors := make([][]*posCursor, len(chain))
+	for k := range lists {
+		for _, pl := range lists[k] {
+			cursors[k] = append(cursors[k], newPosCursor(pl, cand))
+		}
+	}
+	out := roaring.New()
+	var starts, pos []uint64
+	docs := cand.Iterator()
+	for n := 0; docs.HasNext(); n++ {
+		if n%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		doc := uint64(docs.Next())
+		starts = starts[:0]
+		for k, p := range chain {
+			pos = pos[:0]
+			for _, c := range cursors[k] {
+				at, err := c.positions(doc)
+				if err != nil {
+					return nil, err
+				}
+				for _, x := range at {
+					if x >= uint64(p.at) {
+						pos = append(pos, x-uint64(p.at))
+					}
+				}
+			}
+			slices.Sort(pos)
+			if k == 0 {
+				starts = append(starts, pos...)
+			} else {
+				starts = intersectSorted(starts, pos)
+			}
+			if len(starts) == 0 {
+				break
+			}
+		}
+		if len(starts) > 0 {
+			out.Add(uint32(doc))
+		}
+	}
+	return out, nil
+}
+
+// posCursor reads one posting list's positions at ascending documents.
+// It keeps the posting it read last: an iterator cannot step back to a
+// document it has passed.
+type posCursor struct {
+	it   segment.PostingsIterator
+	doc  uint64
+	pos  []uint64
+	read bool // doc and pos hold a posting
+	done bool
+}
+
+// newPosCursor returns a cursor over pl's postings that decodes only
+// those of docs where the segment allows it.
+func newPosCursor(pl segment.PostingsList, docs *roaring.Bitmap) *posCursor {
+	it := pl.Iterator(true, false, true, nil)
+	if o, ok := it.(segment.OptimizablePostingsIterator); ok {
+		if bm := o.ActualBitmap(); bm != nil {
+			o.ReplaceActual(roaring.And(bm, docs))
+		}
+	}
+	return &posCursor{it: it}
+}
+
+// positions returns the positions of the posting of doc (nil when the
+// list does not hold doc); docs must come in ascending order. The slice
+// is valid until the next call.
+func (c *posCursor) positions(doc uint64) ([]uint64, error) {
+	if c.done {
+		return nil, nil
+	}
+	if !c.read || c.doc < doc {
+		p, err := c.it.Advance(doc)
+		if err != nil {
+			return nil, err
+		}
+		if p == nil {
+			c.done = true
+			return nil, nil
+		}
+		c.read, c.doc, c.pos = true, p.Number(), c.pos[:0]
+		for _, l := range p.Locations() {
+			c.pos = append(c.pos, l.Pos())
+		}
+	}
+	if c.doc != doc {
+		return nil, nil
+	}
+	return c.pos, nil
+}
+
+// intersectSorted returns the values of a (sorted) also in b (sorted),
+// reusing a.
+func intersectSorted(a, b []uint64) []uint64 {
+	out, j := a[:0], 0
+	for _, x := range a {
+		for j < len(b) && b[j] < x {
+			j++
+		}
+		if j < len(b) && b[j] == x {
+			out = append(out, x)
+		}
+	}
+	return out
+}
