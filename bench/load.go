@@ -454,11 +454,11 @@ var PhraseKinds = []string{"match", "none", "run", "decoy"}
 //   - "run": 2 to 4 consecutive words of one of texts, asked of the user
 //     whose session holds them. The generator's sentences draw from 45
 //     words, so most runs are word salad whose word pairs thousands of
-//     sessions hold and few hold the phrase: the index checks candidates'
-//     text until enough pass, up to its budget;
+//     sessions hold and few hold the phrase: the index reads the pairs'
+//     positions of every session holding all of them;
 //   - "decoy": a topic and two sentence words ("the auth login redirect
 //     value should"), whose pairs many sessions of the topic hold in some
-//     message but few in one: checked on the text the same way.
+//     message but few in one: decided on the positions the same way.
 //
 // "match" and "none" are every third query each, "run" and "decoy" every
 // sixth.

@@ -345,7 +345,7 @@ const phraseIntro = "Quoted phrases (`bench.PhraseQuery`), full-text, in process
 	"many sessions; \"none\" the words of two topics joined, which no session holds together; \"run\" 2 to 4 " +
 	"consecutive words of a generated message (word salad from 45 words: thousands of sessions hold its word pairs, " +
 	"few the phrase) and \"decoy\" a topic and two sentence words, whose pairs many sessions hold in some message but " +
-	"few in one: for these two the index checks candidates' text until enough pass, up to its budget. Found counts " +
+	"few in one: for these two the pairs' positions are read for every document holding all its pairs (no text is read). Found counts " +
 	"the queries that returned a session, partial those whose answer said the search stopped at its budget."
 
 // writePhraseTable writes one row per step and phrase kind.
