@@ -26,7 +26,7 @@ const (
 	// splitter, lower-casing and the Porter stemmer (the chain of Bleve's
 	// "en" analyzer with identifier handling added and without its stop
 	// words: "if", "not", "in", "for", "or" are code, and BM25's idf already
-	// gives common words little weight; see doc.go).
+	// gives common words little weight; see docs/index.md).
 	AnalyzerName = "hindsight_code_en"
 	// TokenizerName is the code tokenizer (see codeTokenizer).
 	TokenizerName = "hindsight_code"

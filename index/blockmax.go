@@ -63,11 +63,11 @@ const (
 
 // A block's maximum covers 64 documents, and a query's bound for it sums
 // its words' maxima, reached by different documents: with words that most
-// documents hold, nearly every block's bound reaches θ. Each eighth of a
-// block (partSize documents) therefore keeps its own maximum too, as a
-// share of the block's in 255ths, rounded up: a byte each, and the bound
-// of a handful of documents, tight enough to pass over most of them
-// (scoreBlock).
+// documents hold, nearly every block's bound reaches θ. Each part of a
+// block (partSize documents, an eighth) therefore keeps its own maximum
+// too, as a share of the block's in 255ths, rounded up: a byte each, and
+// the bound of a handful of documents, tight enough to pass over most of
+// them (scoreBlock).
 const (
 	partShift = 3
 	partSize  = 1 << partShift
@@ -83,7 +83,7 @@ type blockInfo struct {
 	bound float32 // the largest bm25TF of its postings at avgdl0, rounded up
 }
 
-// blockParts holds, by eighth of a block, the largest bm25TF of its
+// blockParts holds, by part of a block, the largest bm25TF of its
 // postings as a share of the block's bound, in 255ths rounded up:
 // bound·part[e]/255 bounds them. They are kept apart from the blockInfo,
 // which every query reads for every block, and read for the blocks it
@@ -179,7 +179,7 @@ func buildTermBlocks(seg segment.Segment, u *userDocs, term string, avgdl float6
 	blocks := u.blocks()
 	tb := &termBlocks{ids: []uint32{}, avgdl0: avgdl}
 	var maximum float64        // of the last block
-	var partMax [parts]float64 // of the last block's eighths
+	var partMax [parts]float64 // of the last block's parts
 	closeBlock := func() {
 		bi := &tb.blk[len(tb.blk)-1]
 		bi.bound = roundUp32(maximum)

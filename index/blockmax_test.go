@@ -166,10 +166,10 @@ func checkTermBlocks(t *testing.T, seg segment.Segment, u *userDocs, pl segment.
 			if bound := float64(bi.bound) * tb.scaleAt(a); bm25TF(tf, l, a) > bound {
 				t.Fatalf("%q document %d at mean length %v: tf part %v above the bound %v", term, d, a, bm25TF(tf, l, a), bound)
 			}
-			// The eighth's bound, but for the rounding pruneSlack allows.
+			// The part's bound, but for the rounding pruneSlack allows.
 			e := (d & blockMask) >> partShift
 			if bound := float64(bi.bound) * float64(parts(tb, int(b))[e]) / partScale * tb.scaleAt(a); bm25TF(tf, l, a) > bound*(1+1e-12) {
-				t.Fatalf("%q document %d at mean length %v: tf part %v above its eighth's bound %v", term, d, a, bm25TF(tf, l, a), bound)
+				t.Fatalf("%q document %d at mean length %v: tf part %v above its part's bound %v", term, d, a, bm25TF(tf, l, a), bound)
 			}
 		}
 		k++

@@ -134,7 +134,7 @@ func (o Options) titleRepeat() (int, error) {
 // norms, and each message's word pairs with their positions (pairs.go); no
 // positions of the scored words and no text. Chunks (Kind Chunks) are
 // scored from the text of the best sessions (see searchChunks): positions
-// and chunk documents made the index 3.4 times the text it indexes (doc.go).
+// and chunk documents made the index 3.4 times the text it indexes (docs/index.md).
 // Results and
 // scores are per user: the BM25 statistics are computed over the querying
 // user's live documents only (scoring.go).

@@ -186,7 +186,7 @@ func parseQuery(a analysis.Analyzer, text string) (parsedQuery, error) {
 					// A compound's parts follow it and are scored: the
 					// whole would count the same evidence twice (SciFact
 					// train nDCG@10 0.698 with it, 0.706 without; see
-					// doc.go). A quoted phrase still asks for the spelling.
+					// docs/index.md). A quoted phrase still asks for the spelling.
 					continue
 				}
 				t := string(tok.Term)

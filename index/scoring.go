@@ -30,7 +30,7 @@ import (
 //
 // The parameters are the usual defaults, not fitted to any dataset: they
 // measured within ±0.003 nDCG@10 of the best of a small grid on SciFact
-// train and CoSQA dev (see doc.go).
+// train and CoSQA dev (see docs/index.md).
 const (
 	bm25K1 = 1.2
 	bm25B  = 0.75
@@ -170,27 +170,47 @@ type segmentTotals struct {
 }
 
 // totals adds up the lengths of the live documents of segs, every user's.
+// The segments not counted yet are read without the lock held, so a slow
+// count does not hold up other queries (two may count one segment at
+// once; both get the same totals).
 func (c *lengthCache) totals(segs []*scorch.SegmentSnapshot) (lengthTotals, error) {
-	var t lengthTotals
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.segs == nil || len(c.segs) > 2*len(segs)+16 { // drop merged-away segments
-		c.segs = make(map[segment.Segment]segmentTotals, len(segs))
-	}
-	for _, s := range segs {
-		var deleted uint64
+	deleted := make([]uint64, len(segs))
+	for i, s := range segs {
 		if d := s.Deleted(); d != nil {
-			deleted = d.GetCardinality()
+			deleted[i] = d.GetCardinality()
 		}
+	}
+	known := make([]segmentTotals, len(segs))
+	var missing []int
+	c.mu.Lock()
+	for i, s := range segs {
 		st, ok := c.segs[s.Segment()]
-		if !ok || st.deleted != deleted {
-			lt, err := countLengths(s.Segment(), s.Deleted(), nil)
-			if err != nil {
-				return t, err
-			}
-			st = segmentTotals{deleted: deleted, lengthTotals: lt}
-			c.segs[s.Segment()] = st
+		if !ok || st.deleted != deleted[i] {
+			missing = append(missing, i)
+			continue
 		}
+		known[i] = st
+	}
+	c.mu.Unlock()
+	for _, i := range missing {
+		lt, err := countLengths(segs[i].Segment(), segs[i].Deleted(), nil)
+		if err != nil {
+			return lengthTotals{}, err
+		}
+		known[i] = segmentTotals{deleted: deleted[i], lengthTotals: lt}
+	}
+	if len(missing) > 0 {
+		c.mu.Lock()
+		if c.segs == nil || len(c.segs) > 2*len(segs)+16 { // drop merged-away segments
+			c.segs = make(map[segment.Segment]segmentTotals, len(segs))
+		}
+		for _, i := range missing {
+			c.segs[segs[i].Segment()] = known[i]
+		}
+		c.mu.Unlock()
+	}
+	var t lengthTotals
+	for _, st := range known {
 		t.add(st.lengthTotals)
 	}
 	return t, nil
