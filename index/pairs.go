@@ -49,7 +49,12 @@ type pairsField struct {
 
 // newPairsField returns the pairs of adjacent positions of tokens (the
 // scored text's, in any order) whose tokens segOf puts in the same
-// segment (segOf maps a token's start offset to its segment).
+// segment (segOf maps a token's start offset to its segment), but for the
+// title's later copies, which hold what its first does. Each pair has
+// one location: its first position, with the gaps to its later ones as
+// the location's array positions (posCursor reads them back): zap spends
+// about six bytes on a location and one on a gap, and the positions
+// double the field even so (docs/index.md).
 func newPairsField(tokens analysis.TokenStream, segOf func(int) int) *pairsField {
 	f := &pairsField{TextField: document.NewTextFieldCustom(fieldPairs, nil, nil, keywordOpts, nil)}
 	order := tokens
@@ -63,15 +68,16 @@ func newPairsField(tokens analysis.TokenStream, segOf func(int) int) *pairsField
 	}
 	freqs := make(bleveindex.TokenFrequencies, len(order))
 	var key []byte
-	next := 0 // the first token after the current position
+	last := make(map[*bleveindex.TokenFreq]int) // a pair's last position
+	next := 0                                   // the first token after the current position
 	for i, t := range order {
 		p := t.Position
 		for next < len(order) && order[next].Position <= p {
 			next++
 		}
 		for j := next; j < len(order) && order[j].Position == p+1; j++ {
-			if segs[j] != segs[i] {
-				continue
+			if segs[j] != segs[i] || segs[i] < -1 {
+				continue // across two texts, or a later copy of the title
 			}
 			key = key[:0]
 			if segs[i] < 0 {
@@ -84,7 +90,13 @@ func newPairsField(tokens analysis.TokenStream, segOf func(int) int) *pairsField
 				tf = &bleveindex.TokenFreq{Term: []byte(k)}
 				freqs[k] = tf
 			}
-			tf.Locations = append(tf.Locations, &bleveindex.TokenLocation{Position: p})
+			if len(tf.Locations) == 0 {
+				tf.Locations = []*bleveindex.TokenLocation{{Position: p}}
+			} else if at := last[tf]; at != p {
+				l := tf.Locations[0]
+				l.ArrayPositions = append(l.ArrayPositions, uint64(p-at))
+			}
+			last[tf] = p
 		}
 	}
 	for _, tf := range freqs {

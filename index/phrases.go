@@ -291,7 +291,12 @@ func (c *posCursor) positions(doc uint64) ([]uint64, error) {
 		}
 		c.read, c.doc, c.pos = true, p.Number(), c.pos[:0]
 		for _, l := range p.Locations() {
-			c.pos = append(c.pos, l.Pos())
+			at := l.Pos()
+			c.pos = append(c.pos, at)
+			for _, d := range l.ArrayPositions() {
+				at += d
+				c.pos = append(c.pos, at)
+			}
 		}
 	}
 	if c.doc != doc {
