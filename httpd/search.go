@@ -84,36 +84,32 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return searchError(err)
 	}
-	items := make([]searchItem, 0, len(res.Results))
+	var hits []ingest.Hit
 	err = s.cfg.Records.View(r.Context(), func(tx *kv.Tx) error {
-		for _, hit := range res.Results {
-			sess, err := tx.Session(q.UserID, hit.SessionID)
-			if errors.Is(err, kv.ErrNotFound) {
-				continue // deleted after it was indexed
-			}
-			if err != nil {
-				return err
-			}
-			it := searchItem{Session: viewSession(sess)}
-			if q.Mode != ranking.FullText {
-				it.AltID = sess.ID
-			}
-			if q.Explain {
-				score, snippet := hit.Score, hit.Snippet
-				it.Score, it.Snippet, it.MatchedIn = &score, &snippet, hit.MatchedIn
-				if it.MatchedIn == nil {
-					it.MatchedIn = []string{}
-				}
-				if hit.Text != nil || hit.Vector != nil {
-					it.Legs = &explainLegs{Text: hit.Text, Vector: hit.Vector}
-				}
-			}
-			items = append(items, it)
-		}
-		return nil
+		var err error
+		hits, err = ingest.HydrateHits(tx, q.UserID, res.Results)
+		return err
 	})
 	if err != nil {
 		return err
+	}
+	items := make([]searchItem, 0, len(hits))
+	for _, hit := range hits {
+		it := searchItem{Session: viewSession(hit.Session)}
+		if q.Mode != ranking.FullText {
+			it.AltID = hit.Session.ID
+		}
+		if q.Explain {
+			score, snippet := hit.Score, hit.Snippet
+			it.Score, it.Snippet, it.MatchedIn = &score, &snippet, hit.MatchedIn
+			if it.MatchedIn == nil {
+				it.MatchedIn = []string{}
+			}
+			if hit.Text != nil || hit.Vector != nil {
+				it.Legs = &explainLegs{Text: hit.Text, Vector: hit.Vector}
+			}
+		}
+		items = append(items, it)
 	}
 	if res.Degraded != "" {
 		w.Header().Set("X-Search-Degraded", res.Degraded)
@@ -151,14 +147,14 @@ func (s *Server) context(w http.ResponseWriter, r *http.Request) error {
 		return errBadRequest("format must be text or messages")
 	}
 	uid := UserID(r.Context())
-	hits, degraded, partial, err := s.cfg.Search.ContextSessions(r.Context(), uid, text, limit)
+	hits, degraded, partial, err := s.cfg.Search.ContextHits(r.Context(), uid, text, limit)
 	if err != nil {
 		return searchError(err)
 	}
 	var sessions []ranking.ContextSession
 	err = s.cfg.Records.View(r.Context(), func(tx *kv.Tx) error {
 		var err error
-		sessions, err = ingest.ContextSessions(tx, uid, hits)
+		sessions, err = ingest.HydrateContext(tx, uid, hits)
 		return err
 	})
 	if err != nil {

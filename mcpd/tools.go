@@ -422,12 +422,10 @@ func degradedNote(leg string) string {
 	return "Note: part of this search failed (" + leg + "); the results are incomplete."
 }
 
+// title is a session's display title (kv.Session.DisplayTitle, which the
+// backends set) on one line and clipped.
 func title(t string) string {
-	t = strings.Join(strings.Fields(t), " ")
-	if t == "" {
-		return "Untitled session"
-	}
-	return clip(t, maxTitleBytes)
+	return clip(strings.Join(strings.Fields(t), " "), maxTitleBytes)
 }
 
 // clip shortens s to at most n bytes on a rune boundary, marking the cut.
