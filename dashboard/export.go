@@ -2,11 +2,8 @@ package dashboard
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"slices"
-	"strconv"
-	"time"
 
 	"github.com/hindsight-dev/hindsight/exporter"
 	"github.com/hindsight-dev/hindsight/kv"
@@ -72,11 +69,7 @@ func (s *Server) exportEvals(w http.ResponseWriter, r *http.Request, v *viewer) 
 	if err != nil {
 		return err
 	}
-	h := w.Header()
-	h.Set("Content-Type", f.ContentType())
-	h.Set("Content-Disposition", exporter.Attachment(fmt.Sprintf("hindsight-evals-%s-%s.%s", f, s.cfg.Now().UTC().Format(time.DateOnly), f.Ext())))
-	h.Set("X-Export-Sessions", strconv.Itoa(len(picks)))
-	h.Set("X-Export-TestCases", strconv.Itoa(cases))
+	exporter.SetEvalHeaders(w.Header(), f, s.cfg.Now(), len(picks), cases)
 	d := exporter.NewDownload(w)
 	err = exporter.WriteEval(d, f, sessions, opts)
 	return d.Finish(r, err)

@@ -3,8 +3,11 @@ package exporter
 import (
 	"context"
 	"errors"
+	"fmt"
 	"mime"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -146,6 +149,20 @@ func (d *Download) Finish(r *http.Request, err error) error {
 // Attachment is a Content-Disposition value for a download named name.
 func Attachment(name string) string {
 	return mime.FormatMediaType("attachment", map[string]string{"filename": name})
+}
+
+// SetEvalHeaders sets the headers of an eval dataset download, the same for
+// GET /api/export/evals and the dashboard's export: the format's type, no
+// caching (the body is the user's data), the attachment
+// hindsight-evals-<format>-<YYYY-MM-DD, UTC>.<ext>, and the counts
+// X-Export-Sessions and X-Export-TestCases. Set them before the first byte
+// of the body.
+func SetEvalHeaders(h http.Header, f EvalFormat, now time.Time, sessions, cases int) {
+	h.Set("Content-Type", f.ContentType())
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Disposition", Attachment(fmt.Sprintf("hindsight-evals-%s-%s.%s", f, now.UTC().Format(time.DateOnly), f.Ext())))
+	h.Set("X-Export-Sessions", strconv.Itoa(sessions))
+	h.Set("X-Export-TestCases", strconv.Itoa(cases))
 }
 
 // StoredEvals prepares the download of an eval dataset of the sessions picks
