@@ -65,12 +65,5 @@ func (s *Server) exportEvals(w http.ResponseWriter, r *http.Request, v *viewer) 
 	if len(picks) == 0 {
 		return errBadRequest("No eval-ready session was selected: tick the sessions to export (or \"all in this view\") and try again.")
 	}
-	sessions, cases, err := exporter.StoredEvals(r.Context(), s.cfg.Store, uid, picks, f, opts)
-	if err != nil {
-		return err
-	}
-	exporter.SetEvalHeaders(w.Header(), f, s.cfg.Now(), len(picks), cases)
-	d := exporter.NewDownload(w)
-	err = exporter.WriteEval(d, f, sessions, opts)
-	return d.Finish(r, err)
+	return exporter.ServeEvals(w, r, s.cfg.Store, uid, picks, f, opts, s.cfg.Now())
 }

@@ -1,30 +1,47 @@
 package exporter_test
 
 import (
-	"net/http"
+	"bytes"
+	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/hindsight-dev/hindsight/exporter"
 )
 
-// TestSetEvalHeaders: the eval download's headers, which the REST API and
-// the dashboard both send: not cached, named for the format and the UTC day.
-func TestSetEvalHeaders(t *testing.T) {
-	h := http.Header{}
+// TestServeEvalsHeaders: the eval download's headers, which the REST API and
+// the dashboard both send through ServeEvals: not cached, named for the
+// format and the UTC day, with the counts; then the dataset as WriteEval
+// writes it.
+func TestServeEvalsHeaders(t *testing.T) {
 	// 23:30 in UTC-5 is the next day in UTC.
 	now := time.Date(2026, 3, 1, 23, 30, 0, 0, time.FixedZone("EST", -5*3600))
-	exporter.SetEvalHeaders(h, exporter.OpenAIEvals, now, 3, 7)
-	want := map[string]string{
-		"Content-Type":        exporter.OpenAIEvals.ContentType(),
-		"Cache-Control":       "no-store",
-		"Content-Disposition": `attachment; filename=hindsight-evals-openai-evals-2026-03-02.jsonl`,
-		"X-Export-Sessions":   "3",
-		"X-Export-TestCases":  "7",
-	}
-	for k, v := range want {
-		if got := h.Get(k); got != v {
-			t.Errorf("%s = %q, want %q", k, got, v)
+	for _, f := range []exporter.EvalFormat{exporter.OpenAIEvals, exporter.DeepEval} {
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest("GET", "/api/export/evals", nil)
+		// No picks: the store is never read.
+		if err := exporter.ServeEvals(w, r, nil, "u", nil, f, exporter.Options{}, now); err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]string{
+			"Content-Type":        f.ContentType(),
+			"Cache-Control":       "no-store",
+			"Content-Disposition": `attachment; filename=hindsight-evals-` + string(f) + `-2026-03-02.` + f.Ext(),
+			"X-Export-Sessions":   "0",
+			"X-Export-TestCases":  "0",
+		}
+		for k, v := range want {
+			if got := w.Header().Get(k); got != v {
+				t.Errorf("%s: %s = %q, want %q", f, k, got, v)
+			}
+		}
+		var body bytes.Buffer
+		none := func(func(exporter.Session) error) error { return nil }
+		if err := exporter.WriteEval(&body, f, none, exporter.Options{}); err != nil {
+			t.Fatal(err)
+		}
+		if w.Body.String() != body.String() {
+			t.Errorf("%s: body %q, want %q", f, w.Body.String(), body.String())
 		}
 	}
 }

@@ -192,13 +192,5 @@ func (s *Server) exportEvals(w http.ResponseWriter, r *http.Request) error {
 	if len(ids) == 0 {
 		slices.SortFunc(picks, evals.ByReview)
 	}
-	sessions, cases, err := exporter.StoredEvals(r.Context(), s.cfg.Records, uid, picks, f, opts)
-	if err != nil {
-		return err
-	}
-
-	exporter.SetEvalHeaders(w.Header(), f, s.cfg.Now(), len(picks), cases)
-	st := exporter.NewDownload(w)
-	err = exporter.WriteEval(st, f, sessions, opts)
-	return st.Finish(r, err)
+	return exporter.ServeEvals(w, r, s.cfg.Records, uid, picks, f, opts, s.cfg.Now())
 }
