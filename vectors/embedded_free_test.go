@@ -27,26 +27,34 @@ func freeTestVectors(sid string, n, dim int, seed float32) []Vector {
 	return vs
 }
 
+const freeDim = 8
+
+// openFreeTest opens a store of freeDim-dimensional vectors and returns it with
+// a query vector.
+func openFreeTest(t *testing.T) (*Embedded, []float32) {
+	s, err := OpenEmbedded(filepath.Join(t.TempDir(), "v.db"), EmbeddedOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.SetMeta(context.Background(), "m", freeDim); err != nil {
+		t.Fatal(err)
+	}
+	q := make([]float32, freeDim)
+	q[0] = 1
+	return s, q
+}
+
 // TestEmbeddedFreesDeletedUsers: when a user's vectors are all deleted (as
 // the indexing pipeline does after DELETE /api/account/data), the user's
 // slab and entry leave memory, other users' stay, and the user can store and
 // find vectors again afterwards.
 func TestEmbeddedFreesDeletedUsers(t *testing.T) {
-	const dim = 8
 	ctx := context.Background()
-	s, err := OpenEmbedded(filepath.Join(t.TempDir(), "v.db"), EmbeddedOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if err := s.SetMeta(ctx, "m", dim); err != nil {
-		t.Fatal(err)
-	}
-	q := make([]float32, dim)
-	q[0] = 1
+	s, q := openFreeTest(t)
 	for _, user := range []string{"ann", "bob"} {
 		if err := s.Upsert(ctx, user, map[string][]Vector{
-			"s1": freeTestVectors("s1", 5, dim, 0.5), "s2": freeTestVectors("s2", 3, dim, 0.25)}); err != nil {
+			"s1": freeTestVectors("s1", 5, freeDim, 0.5), "s2": freeTestVectors("s2", 3, freeDim, 0.25)}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.Nearest(ctx, user, q, 3); err != nil { // loads the slab
@@ -54,7 +62,7 @@ func TestEmbeddedFreesDeletedUsers(t *testing.T) {
 		}
 	}
 	// A user never queried has an entry but no slab.
-	if err := s.Upsert(ctx, "cy", map[string][]Vector{"s1": freeTestVectors("s1", 2, dim, 0.5)}); err != nil {
+	if err := s.Upsert(ctx, "cy", map[string][]Vector{"s1": freeTestVectors("s1", 2, freeDim, 0.5)}); err != nil {
 		t.Fatal(err)
 	}
 	if st := s.Stats(); st.Users != 2 || st.Vectors != 16 || s.userEntries() != 3 {
@@ -90,7 +98,7 @@ func TestEmbeddedFreesDeletedUsers(t *testing.T) {
 		t.Fatalf("ann's search without vectors left an entry: %d entries", s.userEntries())
 	}
 	// Her new vectors are found.
-	if err := s.Upsert(ctx, "ann", map[string][]Vector{"s3": freeTestVectors("s3", 2, dim, 0.5)}); err != nil {
+	if err := s.Upsert(ctx, "ann", map[string][]Vector{"s3": freeTestVectors("s3", 2, freeDim, 0.5)}); err != nil {
 		t.Fatal(err)
 	}
 	if hits, err := s.Nearest(ctx, "ann", q, 10); err != nil || len(hits) != 2 || hits[0].SessionID != "s3" {
@@ -105,18 +113,8 @@ func TestEmbeddedFreesDeletedUsers(t *testing.T) {
 // racing each other (the entry dropped and made again many times) leave
 // memory equal to the file, and a search finds exactly what is stored.
 func TestEmbeddedDropRacesWrites(t *testing.T) {
-	const dim = 8
 	ctx := context.Background()
-	s, err := OpenEmbedded(filepath.Join(t.TempDir(), "v.db"), EmbeddedOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if err := s.SetMeta(ctx, "m", dim); err != nil {
-		t.Fatal(err)
-	}
-	q := make([]float32, dim)
-	q[0] = 1
+	s, q := openFreeTest(t)
 	var wg sync.WaitGroup
 	for w := range 3 {
 		wg.Add(1)
@@ -124,7 +122,7 @@ func TestEmbeddedDropRacesWrites(t *testing.T) {
 			defer wg.Done()
 			sid := fmt.Sprint("s", w)
 			for range 40 {
-				if err := s.Upsert(ctx, "ann", map[string][]Vector{sid: freeTestVectors(sid, 3, dim, 0.5)}); err != nil {
+				if err := s.Upsert(ctx, "ann", map[string][]Vector{sid: freeTestVectors(sid, 3, freeDim, 0.5)}); err != nil {
 					t.Error(err)
 					return
 				}
@@ -152,7 +150,7 @@ func TestEmbeddedDropRacesWrites(t *testing.T) {
 	if s.userEntries() != 0 {
 		t.Errorf("%d entries left after every vector was deleted", s.userEntries())
 	}
-	if err := s.Upsert(ctx, "ann", map[string][]Vector{"s9": freeTestVectors("s9", 4, dim, 0.5)}); err != nil {
+	if err := s.Upsert(ctx, "ann", map[string][]Vector{"s9": freeTestVectors("s9", 4, freeDim, 0.5)}); err != nil {
 		t.Fatal(err)
 	}
 	if hits, err := s.Nearest(ctx, "ann", q, 10); err != nil || len(hits) != 4 {
