@@ -178,7 +178,7 @@ func (s *Server) searchSessions(r *http.Request, v *viewer, p *sessionsPage, lin
 	if err != nil {
 		return errBadRequest("Choose full-text, semantic or hybrid search.")
 	}
-	if len(p.Q) > 16<<10 {
+	if len(p.Q) > ranking.MaxQueryBytes {
 		return errBadRequest("The search text is longer than 16 KiB: shorten it.")
 	}
 	page := 1

@@ -12,10 +12,6 @@ import (
 	"github.com/hindsight-dev/hindsight/ranking"
 )
 
-// MaxQueryBytes bounds the q parameter; longer queries are a 400 rather than
-// silently cut, so a client knows its query was not run as sent.
-const MaxQueryBytes = 16 << 10
-
 // parseSearch turns the request into a ranking.Query; nothing after it reads
 // the URL again.
 func parseSearch(r *http.Request) (ranking.Query, error) {
@@ -24,7 +20,7 @@ func parseSearch(r *http.Request) (ranking.Query, error) {
 	if q.Text == "" {
 		return q, errBadRequest("q is required: pass the search text as ?q=")
 	}
-	if len(q.Text) > MaxQueryBytes {
+	if len(q.Text) > ranking.MaxQueryBytes {
 		return q, errBadRequest("q is longer than 16 KiB: shorten the query")
 	}
 	mode := v.Get("type")
@@ -128,7 +124,7 @@ func (s *Server) context(w http.ResponseWriter, r *http.Request) error {
 	if text == "" {
 		return errBadRequest("q is required: pass the natural-language query as ?q=")
 	}
-	if len(text) > MaxQueryBytes {
+	if len(text) > ranking.MaxQueryBytes {
 		return errBadRequest("q is longer than 16 KiB: shorten the query")
 	}
 	limit, err := intParam(r, "limit", 5, 50)
