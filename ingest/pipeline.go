@@ -175,10 +175,10 @@ func (p *Pipeline) Run(ctx context.Context) {
 		case ctx.Err() != nil:
 			return
 		case err != nil:
-			backoff := sched.NextBackOff()
-			fail.failed(p.log, "full-text indexing", err, backoff)
+			wait := sched.NextBackOff()
+			fail.failed(p.log, "full-text indexing", err, wait)
 			select {
-			case <-time.After(backoff):
+			case <-time.After(wait):
 			case <-ctx.Done():
 				return
 			}
@@ -234,12 +234,12 @@ func (p *Pipeline) runChunks(ctx context.Context, wake <-chan struct{}) {
 			}
 			if err != nil {
 				// A dependency's Retry-After is honoured, within MaxBackoff.
-				backoff := min(max(sched.NextBackOff(), retryDelay(err)), p.opts.MaxBackoff)
-				fail.failed(p.log, "context and semantic indexing", err, backoff)
+				wait := min(max(sched.NextBackOff(), retryDelay(err)), p.opts.MaxBackoff)
+				fail.failed(p.log, "context and semantic indexing", err, wait)
 				// Wake-ups do not cut the wait short: a failing dependency
 				// is not retried faster because writes keep coming.
 				select {
-				case <-time.After(backoff):
+				case <-time.After(wait):
 				case <-ctx.Done():
 					return
 				}
