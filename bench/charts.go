@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
@@ -271,20 +272,12 @@ func cdfSeries(name string, color int, lat []time.Duration) series {
 // meanCI95 returns the mean of xs and the half-width of its 95% confidence
 // interval by the normal approximation (1.96 standard errors).
 func meanCI95(xs []float64) (mean, half float64) {
-	n := float64(len(xs))
-	if n == 0 {
+	switch len(xs) {
+	case 0:
 		return 0, 0
+	case 1:
+		return xs[0], 0
 	}
-	for _, x := range xs {
-		mean += x
-	}
-	mean /= n
-	if n < 2 {
-		return mean, 0
-	}
-	var ss float64
-	for _, x := range xs {
-		ss += (x - mean) * (x - mean)
-	}
-	return mean, 1.96 * math.Sqrt(ss/(n-1)/n)
+	mean, sd := stat.MeanStdDev(xs, nil) // sample standard deviation (n-1)
+	return mean, 1.96 * sd / math.Sqrt(float64(len(xs)))
 }

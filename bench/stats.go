@@ -8,6 +8,8 @@ import (
 	"slices"
 	"time"
 
+	"gonum.org/v1/gonum/floats"
+	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/gonum/stat/distuv"
 )
 
@@ -21,6 +23,11 @@ import (
 //
 // p is clamped to [0, 100]; NaN is treated as 0. Empty samples give 0.
 // samples is not modified.
+//
+// Not gonum's stat.Quantile(p/100, stat.Empirical, ...): it computes the
+// rank from p/100·n, which lands one rank high wherever p/100 is not exact
+// in binary (p = 7 of 100 samples gives the 8th), 554 of the (n, p) pairs
+// with n <= 1000 and p in steps of 0.1.
 func Percentile(samples []time.Duration, p float64) time.Duration {
 	n := len(samples)
 	if n == 0 {
@@ -81,12 +88,8 @@ func PairedRandomization(a, b []float64, rounds int, seed uint64) (meanDiff, p f
 	if rounds <= 0 {
 		rounds = defaultRounds
 	}
-	var sum, sumAbs float64
-	for _, x := range d {
-		sum += x
-		sumAbs += math.Abs(x)
-	}
-	meanDiff = sum / float64(n)
+	sum, sumAbs := floats.Sum(d), floats.Norm(d, 1)
+	meanDiff = stat.Mean(d, nil)
 	// A permuted sum counts as extreme if |sum| >= |observed|, with a
 	// tolerance for rounding: sums of the same terms in a different order
 	// or with different signs may differ in the last bits.
@@ -177,22 +180,16 @@ func PairedTTest(a, b []float64) (t, p float64, err error) {
 	if len(d) < 2 {
 		return 0, 0, errors.New("paired t-test: need at least 2 pairs")
 	}
-	var sum float64
-	for _, x := range d {
-		sum += x
-	}
-	mean := sum / n
-	var ss float64
-	for _, x := range d {
-		ss += (x - mean) * (x - mean)
-	}
-	if ss == 0 {
+	// The sample variance (divisor n-1); 0, up to rounding, when every
+	// difference is the same.
+	mean, variance := stat.MeanVariance(d, nil)
+	if variance <= 0 {
 		if mean == 0 {
 			return 0, 1, nil
 		}
 		return math.Copysign(math.Inf(1), mean), 0, nil
 	}
-	t = mean / math.Sqrt(ss/(n-1)/n)
+	t = mean / math.Sqrt(variance/n)
 	return t, studentTwoSided(t, n-1), nil
 }
 

@@ -53,7 +53,7 @@ func (s *Server) renderConfirmDelete(w http.ResponseWriter, r *http.Request, v *
 	if err != nil {
 		return err
 	}
-	p := deletePage{basePage: s.base(w, v, "Delete session", "sessions"), S: ss, Name: cmpOr(ss.Title, "Untitled session")}
+	p := deletePage{basePage: s.base(w, v, "Delete session", "sessions"), S: ss, Name: ss.DisplayTitle()}
 	p.Error = msg
 	return s.render(w, status, "delete", p)
 }

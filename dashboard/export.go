@@ -2,11 +2,8 @@ package dashboard
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"slices"
-	"strconv"
-	"time"
 
 	"github.com/hindsight-dev/hindsight/exporter"
 	"github.com/hindsight-dev/hindsight/kv"
@@ -68,16 +65,5 @@ func (s *Server) exportEvals(w http.ResponseWriter, r *http.Request, v *viewer) 
 	if len(picks) == 0 {
 		return errBadRequest("No eval-ready session was selected: tick the sessions to export (or \"all in this view\") and try again.")
 	}
-	sessions, cases, err := exporter.StoredEvals(r.Context(), s.cfg.Store, uid, picks, f, opts)
-	if err != nil {
-		return err
-	}
-	h := w.Header()
-	h.Set("Content-Type", f.ContentType())
-	h.Set("Content-Disposition", exporter.Attachment(fmt.Sprintf("hindsight-evals-%s-%s.%s", f, s.cfg.Now().UTC().Format(time.DateOnly), f.Ext())))
-	h.Set("X-Export-Sessions", strconv.Itoa(len(picks)))
-	h.Set("X-Export-TestCases", strconv.Itoa(cases))
-	d := exporter.NewDownload(w)
-	err = exporter.WriteEval(d, f, sessions, opts)
-	return d.Finish(r, err)
+	return exporter.ServeEvals(w, r, s.cfg.Store, uid, picks, f, opts, s.cfg.Now())
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hindsight-dev/hindsight/exporter"
 	"github.com/hindsight-dev/hindsight/index"
+	"github.com/hindsight-dev/hindsight/ingest"
 	"github.com/hindsight-dev/hindsight/kv"
 	"github.com/hindsight-dev/hindsight/ranking"
 )
@@ -30,15 +31,7 @@ type sessionFilter struct {
 
 func (f sessionFilter) match(s kv.Session) bool {
 	return (f.Source == "" || s.Source == f.Source) && (f.Model == "" || s.Model == f.Model) &&
-		(f.Project == "" || projectOf(s) == f.Project)
-}
-
-// projectOf is the project a session is filed under: its name, else its path.
-func projectOf(s kv.Session) string {
-	if s.ProjectName != "" {
-		return s.ProjectName
-	}
-	return s.ProjectPath
+		(f.Project == "" || s.ProjectLabel() == f.Project)
 }
 
 // facets are the filter choices: the distinct values among a user's sessions.
@@ -55,7 +48,7 @@ func (s *Server) facets(r *http.Request, userID string, keep func(kv.Session) bo
 			}
 			src[ss.Source] = true
 			mod[ss.Model] = true
-			proj[projectOf(ss)] = true
+			proj[ss.ProjectLabel()] = true
 			return nil
 		})
 	})
@@ -169,7 +162,7 @@ func (s *Server) listSessions(r *http.Request, v *viewer, p *sessionsPage, link 
 				more = true
 				return false
 			}
-			p.Rows = append(p.Rows, sessionRow{Session: ss, Project: projectOf(ss)})
+			p.Rows = append(p.Rows, sessionRow{Session: ss, Project: ss.ProjectLabel()})
 			return true
 		})
 	})
@@ -185,7 +178,7 @@ func (s *Server) searchSessions(r *http.Request, v *viewer, p *sessionsPage, lin
 	if err != nil {
 		return errBadRequest("Choose full-text, semantic or hybrid search.")
 	}
-	if len(p.Q) > 16<<10 {
+	if len(p.Q) > ranking.MaxQueryBytes {
 		return errBadRequest("The search text is longer than 16 KiB: shorten it.")
 	}
 	page := 1
@@ -218,29 +211,25 @@ func (s *Server) searchSessions(r *http.Request, v *viewer, p *sessionsPage, lin
 	if res.Degraded != "" {
 		p.DegradedCause = ranking.DependencyName(res.Cause)
 	}
-	var rows []sessionRow
+	results := res.Results
+	if mode == ranking.Semantic {
+		results = slices.DeleteFunc(slices.Clone(results), func(hit ranking.Result) bool { return hit.Score < s.cfg.MinSemanticScore })
+		p.Hidden = len(res.Results) - len(results)
+	}
+	var hits []ingest.Hit
 	err = s.cfg.Store.View(r.Context(), func(tx *kv.Tx) error {
-		for _, hit := range res.Results {
-			if mode == ranking.Semantic && hit.Score < s.cfg.MinSemanticScore {
-				p.Hidden++
-				continue
-			}
-			ss, err := tx.Session(v.user.ID, hit.SessionID)
-			if errors.Is(err, kv.ErrNotFound) {
-				continue // deleted after it was indexed
-			}
-			if err != nil {
-				return err
-			}
-			if !p.Filter.match(ss) {
-				continue
-			}
-			rows = append(rows, sessionRow{Session: ss, Project: projectOf(ss), Snippet: snippetHTML(hit.Snippet)})
-		}
-		return nil
+		var err error
+		hits, err = ingest.HydrateHits(tx, v.user.ID, results)
+		return err
 	})
 	if err != nil {
 		return err
+	}
+	var rows []sessionRow
+	for _, hit := range hits {
+		if p.Filter.match(hit.Session) {
+			rows = append(rows, sessionRow{Session: hit.Session, Project: hit.Session.ProjectLabel(), Snippet: snippetHTML(hit.Snippet)})
+		}
 	}
 	p.Total = len(rows)
 	start := min((page-1)*s.cfg.PageSize, len(rows))
@@ -368,11 +357,7 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request, v *viewer) erro
 	if err != nil {
 		return err
 	}
-	title := ss.Title
-	if title == "" {
-		title = "Untitled session"
-	}
-	p := sessionPage{basePage: s.base(w, v, title, "sessions"), S: ss, Project: projectOf(ss),
+	p := sessionPage{basePage: s.base(w, v, ss.DisplayTitle(), "sessions"), S: ss, Project: ss.ProjectLabel(),
 		Statuses: evalStatuses, Tags: strings.Join(ss.Tags, ", "),
 		Formats: []string{string(exporter.JSON), string(exporter.Markdown), string(exporter.JSONL)}}
 	switch r.URL.Query().Get("saved") {

@@ -355,10 +355,8 @@ const (
 
 // writeText writes the plain-text block of one session.
 func writeText(w *writer, s Session, opts Options) error {
-	title := strings.TrimSpace(anonymize(s.Title, opts))
-	if title == "" {
-		title = "Untitled session"
-	}
+	s.Title = anonymize(s.Title, opts)
+	title := s.DisplayTitle()
 	w.raw(textRule + "\nSession: " + oneLine(title) + "\n")
 	head := "ID: " + s.ID + " | Source: " + s.Source
 	if s.ProjectName != "" {

@@ -105,10 +105,8 @@ func roleHeading(role string) string {
 }
 
 func writeSessionMarkdown(w *writer, s kv.Session, msgs Messages, opts Options) error {
-	title := strings.TrimSpace(anonymize(s.Title, opts))
-	if title == "" {
-		title = "Untitled session"
-	}
+	s.Title = anonymize(s.Title, opts)
+	title := s.DisplayTitle()
 	w.raw("# " + escapeInline(title) + "\n\n")
 	item := func(label, value string) {
 		if value != "" {

@@ -3,8 +3,11 @@ package exporter
 import (
 	"context"
 	"errors"
+	"fmt"
 	"mime"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -146,6 +149,33 @@ func (d *Download) Finish(r *http.Request, err error) error {
 // Attachment is a Content-Disposition value for a download named name.
 func Attachment(name string) string {
 	return mime.FormatMediaType("attachment", map[string]string{"filename": name})
+}
+
+// ServeEvals answers with the eval dataset of picks (the selection the
+// caller's first pass fixed, see StoredEvals) as GET /api/export/evals and
+// the dashboard's export both do: the headers (evalHeaders), then the body
+// as it is made (Download). An error before the first byte is returned for
+// the caller's ordinary error response.
+func ServeEvals(w http.ResponseWriter, r *http.Request, st Viewer, uid string, picks []kv.Session, f EvalFormat, opts Options, now time.Time) error {
+	sessions, cases, err := StoredEvals(r.Context(), st, uid, picks, f, opts)
+	if err != nil {
+		return err
+	}
+	evalHeaders(w.Header(), f, now, len(picks), cases)
+	d := NewDownload(w)
+	return d.Finish(r, WriteEval(d, f, sessions, opts))
+}
+
+// evalHeaders sets the headers of an eval dataset download: the format's
+// type, no caching (the body is the user's data), the attachment
+// hindsight-evals-<format>-<YYYY-MM-DD, UTC>.<ext>, and the counts
+// X-Export-Sessions and X-Export-TestCases.
+func evalHeaders(h http.Header, f EvalFormat, now time.Time, sessions, cases int) {
+	h.Set("Content-Type", f.ContentType())
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Disposition", Attachment(fmt.Sprintf("hindsight-evals-%s-%s.%s", f, now.UTC().Format(time.DateOnly), f.Ext())))
+	h.Set("X-Export-Sessions", strconv.Itoa(sessions))
+	h.Set("X-Export-TestCases", strconv.Itoa(cases))
 }
 
 // StoredEvals prepares the download of an eval dataset of the sessions picks

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/hindsight-dev/hindsight/evals"
 	"github.com/hindsight-dev/hindsight/exporter"
@@ -193,19 +192,5 @@ func (s *Server) exportEvals(w http.ResponseWriter, r *http.Request) error {
 	if len(ids) == 0 {
 		slices.SortFunc(picks, evals.ByReview)
 	}
-	sessions, cases, err := exporter.StoredEvals(r.Context(), s.cfg.Records, uid, picks, f, opts)
-	if err != nil {
-		return err
-	}
-
-	h := w.Header()
-	h.Set("Content-Type", f.ContentType())
-	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Disposition", exporter.Attachment(fmt.Sprintf("hindsight-evals-%s-%s.%s", f, s.cfg.Now().UTC().Format(time.DateOnly), f.Ext())))
-	h.Set("X-Export-Sessions", strconv.Itoa(len(picks)))
-	h.Set("X-Export-TestCases", strconv.Itoa(cases))
-
-	st := exporter.NewDownload(w)
-	err = exporter.WriteEval(st, f, sessions, opts)
-	return st.Finish(r, err)
+	return exporter.ServeEvals(w, r, s.cfg.Records, uid, picks, f, opts, s.cfg.Now())
 }

@@ -12,10 +12,6 @@ import (
 	"github.com/hindsight-dev/hindsight/ranking"
 )
 
-// MaxQueryBytes bounds the q parameter; longer queries are a 400 rather than
-// silently cut, so a client knows its query was not run as sent.
-const MaxQueryBytes = 16 << 10
-
 // parseSearch turns the request into a ranking.Query; nothing after it reads
 // the URL again.
 func parseSearch(r *http.Request) (ranking.Query, error) {
@@ -24,7 +20,7 @@ func parseSearch(r *http.Request) (ranking.Query, error) {
 	if q.Text == "" {
 		return q, errBadRequest("q is required: pass the search text as ?q=")
 	}
-	if len(q.Text) > MaxQueryBytes {
+	if len(q.Text) > ranking.MaxQueryBytes {
 		return q, errBadRequest("q is longer than 16 KiB: shorten the query")
 	}
 	mode := v.Get("type")
@@ -84,36 +80,32 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return searchError(err)
 	}
-	items := make([]searchItem, 0, len(res.Results))
+	var hits []ingest.Hit
 	err = s.cfg.Records.View(r.Context(), func(tx *kv.Tx) error {
-		for _, hit := range res.Results {
-			sess, err := tx.Session(q.UserID, hit.SessionID)
-			if errors.Is(err, kv.ErrNotFound) {
-				continue // deleted after it was indexed
-			}
-			if err != nil {
-				return err
-			}
-			it := searchItem{Session: viewSession(sess)}
-			if q.Mode != ranking.FullText {
-				it.AltID = sess.ID
-			}
-			if q.Explain {
-				score, snippet := hit.Score, hit.Snippet
-				it.Score, it.Snippet, it.MatchedIn = &score, &snippet, hit.MatchedIn
-				if it.MatchedIn == nil {
-					it.MatchedIn = []string{}
-				}
-				if hit.Text != nil || hit.Vector != nil {
-					it.Legs = &explainLegs{Text: hit.Text, Vector: hit.Vector}
-				}
-			}
-			items = append(items, it)
-		}
-		return nil
+		var err error
+		hits, err = ingest.HydrateHits(tx, q.UserID, res.Results)
+		return err
 	})
 	if err != nil {
 		return err
+	}
+	items := make([]searchItem, 0, len(hits))
+	for _, hit := range hits {
+		it := searchItem{Session: viewSession(hit.Session)}
+		if q.Mode != ranking.FullText {
+			it.AltID = hit.Session.ID
+		}
+		if q.Explain {
+			score, snippet := hit.Score, hit.Snippet
+			it.Score, it.Snippet, it.MatchedIn = &score, &snippet, hit.MatchedIn
+			if it.MatchedIn == nil {
+				it.MatchedIn = []string{}
+			}
+			if hit.Text != nil || hit.Vector != nil {
+				it.Legs = &explainLegs{Text: hit.Text, Vector: hit.Vector}
+			}
+		}
+		items = append(items, it)
 	}
 	if res.Degraded != "" {
 		w.Header().Set("X-Search-Degraded", res.Degraded)
@@ -132,7 +124,7 @@ func (s *Server) context(w http.ResponseWriter, r *http.Request) error {
 	if text == "" {
 		return errBadRequest("q is required: pass the natural-language query as ?q=")
 	}
-	if len(text) > MaxQueryBytes {
+	if len(text) > ranking.MaxQueryBytes {
 		return errBadRequest("q is longer than 16 KiB: shorten the query")
 	}
 	limit, err := intParam(r, "limit", 5, 50)
@@ -151,14 +143,14 @@ func (s *Server) context(w http.ResponseWriter, r *http.Request) error {
 		return errBadRequest("format must be text or messages")
 	}
 	uid := UserID(r.Context())
-	hits, degraded, partial, err := s.cfg.Search.ContextSessions(r.Context(), uid, text, limit)
+	hits, degraded, partial, err := s.cfg.Search.ContextHits(r.Context(), uid, text, limit)
 	if err != nil {
 		return searchError(err)
 	}
 	var sessions []ranking.ContextSession
 	err = s.cfg.Records.View(r.Context(), func(tx *kv.Tx) error {
 		var err error
-		sessions, err = ingest.ContextSessions(tx, uid, hits)
+		sessions, err = ingest.HydrateContext(tx, uid, hits)
 		return err
 	})
 	if err != nil {

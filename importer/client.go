@@ -9,13 +9,13 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
 
 	"github.com/hindsight-dev/hindsight/api"
+	"github.com/hindsight-dev/hindsight/internal/retry"
 )
 
 // Client talks to one Hindsight server with one API key. It is safe for
@@ -63,18 +63,7 @@ func (b Backoff) withDefaults() Backoff {
 // caller counts attempts). It is the one retry schedule of the importer: the
 // Client's requests and the Watcher's retries of what the server has not
 // acknowledged both take it.
-func (b Backoff) schedule() backoff.BackOff {
-	// backoff draws from interval·(1 ± RandomizationFactor): an interval of
-	// ¾·d with a factor of ⅓ is [d/2, d].
-	e := backoff.NewExponentialBackOff()
-	e.InitialInterval = b.Base * 3 / 4
-	e.RandomizationFactor = 1.0 / 3
-	e.Multiplier = 2
-	e.MaxInterval = b.Max * 3 / 4
-	e.MaxElapsedTime = 0
-	e.Reset()
-	return e
-}
+func (b Backoff) schedule() backoff.BackOff { return retry.Jittered(b.Base, b.Max) }
 
 // wait is the pause before the next retry of sched, or what the server's
 // Retry-After asked for (capped at maxRetryAfter).
@@ -129,21 +118,6 @@ func (c *Client) pause(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// parseRetryAfter reads a Retry-After header: seconds or an HTTP date.
-func parseRetryAfter(h string) time.Duration {
-	h = strings.TrimSpace(h)
-	if h == "" {
-		return 0
-	}
-	if s, err := strconv.Atoi(h); err == nil && s >= 0 {
-		return time.Duration(s) * time.Second
-	}
-	if t, err := http.ParseTime(h); err == nil {
-		return max(0, time.Until(t))
-	}
-	return 0
-}
-
 // do sends one request with retries and decodes a 2xx JSON body into out
 // (when out is not nil).
 func (c *Client) do(ctx context.Context, method, path string, body []byte, out any) error {
@@ -191,7 +165,7 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 				if !retryable(resp.StatusCode) {
 					return se
 				}
-				last, retryAfter = se, parseRetryAfter(resp.Header.Get("Retry-After"))
+				last, retryAfter = se, retry.After(resp.Header, time.Now())
 			}
 		}
 		if attempt >= b.Attempts {

@@ -7,9 +7,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/rs/zerolog"
 
 	"github.com/hindsight-dev/hindsight/index"
+	"github.com/hindsight-dev/hindsight/internal/retry"
 	"github.com/hindsight-dev/hindsight/kv"
 )
 
@@ -164,7 +166,7 @@ func (p *Pipeline) Run(ctx context.Context) {
 		}
 	}
 	var fail failures
-	backoff := time.Duration(0)
+	sched := p.retries()
 	poll := time.NewTicker(5 * time.Second)
 	defer poll.Stop()
 	for {
@@ -173,17 +175,17 @@ func (p *Pipeline) Run(ctx context.Context) {
 		case ctx.Err() != nil:
 			return
 		case err != nil:
-			backoff = min(max(2*backoff, 500*time.Millisecond), p.opts.MaxBackoff)
-			fail.failed(p.log, "full-text indexing", err, backoff)
+			wait := sched.NextBackOff()
+			fail.failed(p.log, "full-text indexing", err, wait)
 			select {
-			case <-time.After(backoff):
+			case <-time.After(wait):
 			case <-ctx.Done():
 				return
 			}
 			continue
 		case n > 0:
 			fail.ok(p.log, "full-text indexing")
-			backoff = 0
+			sched.Reset()
 			poke()   // the chunk queue may have live work to do meanwhile
 			continue // more may be queued
 		}
@@ -215,7 +217,7 @@ func (p *Pipeline) Run(ctx context.Context) {
 // queue is empty, backing off on failures.
 func (p *Pipeline) runChunks(ctx context.Context, wake <-chan struct{}) {
 	var fail failures
-	backoff := time.Duration(0)
+	sched := p.retries()
 	poll := time.NewTicker(5 * time.Second)
 	defer poll.Stop()
 	for {
@@ -231,24 +233,31 @@ func (p *Pipeline) runChunks(ctx context.Context, wake <-chan struct{}) {
 				return
 			}
 			if err != nil {
-				backoff = min(max(2*backoff, 500*time.Millisecond, retryDelay(err)), p.opts.MaxBackoff)
-				fail.failed(p.log, "context and semantic indexing", err, backoff)
+				// A dependency's Retry-After is honoured, within MaxBackoff.
+				wait := min(max(sched.NextBackOff(), retryDelay(err)), p.opts.MaxBackoff)
+				fail.failed(p.log, "context and semantic indexing", err, wait)
 				// Wake-ups do not cut the wait short: a failing dependency
 				// is not retried faster because writes keep coming.
 				select {
-				case <-time.After(backoff):
+				case <-time.After(wait):
 				case <-ctx.Done():
 					return
 				}
 				continue
 			}
 			fail.ok(p.log, "context and semantic indexing")
-			backoff = 0
+			sched.Reset()
 			if n == 0 {
 				break
 			}
 		}
 	}
+}
+
+// retries is the schedule of a queue's retries after failed steps: 500 ms,
+// doubling, at most MaxBackoff; reset by a step that succeeds.
+func (p *Pipeline) retries() backoff.BackOff {
+	return retry.Doubling(min(500*time.Millisecond, p.opts.MaxBackoff), p.opts.MaxBackoff)
 }
 
 // retryDelay is the wait a failing dependency asked for (a provider's

@@ -3,6 +3,7 @@ package kv
 import (
 	"crypto/rand"
 	"encoding/json"
+	"strings"
 )
 
 // IDLen is the length of every service-assigned id (users, sessions, messages).
@@ -98,6 +99,31 @@ type Session struct {
 	// its messages are purged in bounded transactions.
 	Deleted bool `json:"deleted,omitempty"`
 	Eval
+}
+
+// Untitled is what a session without a title is called wherever it is
+// shown.
+const Untitled = "Untitled session"
+
+// DisplayTitle is the title a session is shown under: its title without
+// surrounding white space, or [Untitled] when that leaves nothing. Every
+// front end, export and context answer shows this, so a session is called
+// the same everywhere.
+func (s Session) DisplayTitle() string {
+	if t := strings.TrimSpace(s.Title); t != "" {
+		return t
+	}
+	return Untitled
+}
+
+// ProjectLabel is the project a session is filed and shown under: its
+// project name, else its project path ("" when it has neither). The
+// dashboard's project filter, the MCP tools and context answers use it.
+func (s Session) ProjectLabel() string {
+	if s.ProjectName != "" {
+		return s.ProjectName
+	}
+	return s.ProjectPath
 }
 
 // Part types the service understands; any other type is kept as sent in Raw.

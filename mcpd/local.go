@@ -35,12 +35,10 @@ func NewLocal(records Records, search *ranking.Engine, userID string) *Local {
 	return &Local{records: records, search: search, userID: userID}
 }
 
+// viewSession is s as the tools show it, whether it was read from the store
+// or through the REST API (restSession.view).
 func viewSession(s kv.Session) Session {
-	project := s.ProjectName
-	if project == "" {
-		project = s.ProjectPath
-	}
-	return Session{ID: s.ID, Title: s.Title, Source: s.Source, Project: project, Path: s.ProjectPath,
+	return Session{ID: s.ID, Title: s.DisplayTitle(), Source: s.Source, Project: s.ProjectLabel(), Path: s.ProjectPath,
 		Model: s.Model, Updated: s.UpdatedAt, Messages: s.MessageCount}
 }
 
@@ -72,19 +70,15 @@ func (l *Local) Search(ctx context.Context, q SearchQuery) (SearchResult, error)
 		return SearchResult{}, engineError(err)
 	}
 	out := SearchResult{Mode: string(mode), Degraded: res.Degraded, Partial: res.Partial}
+	var hits []ingest.Hit
 	err = l.records.View(ctx, func(tx *kv.Tx) error {
-		for _, h := range res.Results {
-			s, err := tx.Session(l.userID, h.SessionID)
-			if errors.Is(err, kv.ErrNotFound) {
-				continue // deleted after it was indexed
-			}
-			if err != nil {
-				return err
-			}
-			out.Hits = append(out.Hits, Hit{Session: viewSession(s), Score: h.Score, Snippet: plainSnippet(h.Snippet)})
-		}
-		return nil
+		var err error
+		hits, err = ingest.HydrateHits(tx, l.userID, res.Results)
+		return err
 	})
+	for _, h := range hits {
+		out.Hits = append(out.Hits, Hit{Session: viewSession(h.Session), Score: h.Score, Snippet: plainSnippet(h.Snippet)})
+	}
 	return out, err
 }
 
@@ -95,14 +89,14 @@ func plainSnippet(s string) string { return html.UnescapeString(unmark.Replace(s
 
 // Context implements Backend: the retrieval and assembly of GET /api/context.
 func (l *Local) Context(ctx context.Context, q ContextQuery) (ContextResult, error) {
-	hits, degraded, partial, err := l.search.ContextSessions(ctx, l.userID, q.Text, q.Limit)
+	hits, degraded, partial, err := l.search.ContextHits(ctx, l.userID, q.Text, q.Limit)
 	if err != nil {
 		return ContextResult{}, engineError(err)
 	}
 	var sessions []ranking.ContextSession
 	err = l.records.View(ctx, func(tx *kv.Tx) error {
 		var err error
-		sessions, err = ingest.ContextSessions(tx, l.userID, hits)
+		sessions, err = ingest.HydrateContext(tx, l.userID, hits)
 		return err
 	})
 	if err != nil {

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+
+	"github.com/hindsight-dev/hindsight/kv"
 )
 
 // Remote answers through a Hindsight server's REST API with one API key:
@@ -95,12 +97,8 @@ type restSession struct {
 }
 
 func (s restSession) view() Session {
-	project := s.ProjectName
-	if project == "" {
-		project = s.ProjectPath
-	}
-	return Session{ID: s.ID, Title: s.Title, Source: s.Source, Project: project, Path: s.ProjectPath,
-		Model: s.Model, Updated: s.UpdatedAt, Messages: s.MessageCount}
+	return viewSession(kv.Session{ID: s.ID, Title: s.Title, Source: s.Source, ProjectPath: s.ProjectPath, ProjectName: s.ProjectName,
+		Model: s.Model, UpdatedAt: s.UpdatedAt, MessageCount: s.MessageCount})
 }
 
 // Search implements Backend with GET /api/search (explain=true for scores

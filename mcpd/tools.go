@@ -11,11 +11,12 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
+
+	"github.com/hindsight-dev/hindsight/ranking"
 )
 
 // Bounds of the tools' inputs; every output is bounded by them.
 const (
-	maxQueryBytes       = 16 << 10 // as the REST API's q
 	defaultSearchLimit  = 10
 	maxSearchLimit      = 50
 	filterDepth         = 100 // hits fetched when source or project narrows them
@@ -111,7 +112,7 @@ func NewServer(backendFor BackendFor, log zerolog.Logger, version string) *mcp.S
 			"Use it when the user refers to earlier work (\"how did we fix the login redirect last month?\", \"what did we decide about caching?\") or when the current problem looks like one solved before. " +
 			"Returns the best-matching sessions, best first: id, title, source, project, last update, score and a short snippet. Then read one with get_session, or call get_context for the relevant excerpts directly.",
 		InputSchema: schema[searchIn](func(p map[string]*jsonschema.Schema) {
-			p["query"].MinLength, p["query"].MaxLength = ptr(1), ptr(maxQueryBytes)
+			p["query"].MinLength, p["query"].MaxLength = ptr(1), ptr(ranking.MaxQueryBytes)
 			p["mode"].Enum = []any{"fulltext", "semantic", "hybrid"}
 			bound(p["limit"], 1, maxSearchLimit, defaultSearchLimit)
 		}),
@@ -123,7 +124,7 @@ func NewServer(backendFor BackendFor, log zerolog.Logger, version string) *mcp.S
 		Description: "Get the excerpts of the user's past sessions that are most relevant to a question, ready to read: the best-matching user/assistant exchanges, grouped by session with title, project and model, within a size budget. " +
 			"Use it when you want the substance of how something was done before (the fix, the commands, the explanation) without opening whole sessions. Returns plain text.",
 		InputSchema: schema[contextIn](func(p map[string]*jsonschema.Schema) {
-			p["query"].MinLength, p["query"].MaxLength = ptr(1), ptr(maxQueryBytes)
+			p["query"].MinLength, p["query"].MaxLength = ptr(1), ptr(ranking.MaxQueryBytes)
 			bound(p["maxChars"], 1, maxContextChars, defaultContextChars)
 			bound(p["limit"], 1, maxContextLimit, defaultContextLimit)
 		}),
@@ -199,7 +200,7 @@ func checkQuery(q string) (string, error) {
 	switch {
 	case q == "":
 		return "", inputErr("query is required: pass the words or question to search for")
-	case len(q) > maxQueryBytes:
+	case len(q) > ranking.MaxQueryBytes:
 		return "", inputErr("query is longer than 16 KiB: shorten it")
 	}
 	return q, nil
@@ -422,12 +423,10 @@ func degradedNote(leg string) string {
 	return "Note: part of this search failed (" + leg + "); the results are incomplete."
 }
 
+// title is a session's display title (kv.Session.DisplayTitle, which the
+// backends set) on one line and clipped.
 func title(t string) string {
-	t = strings.Join(strings.Fields(t), " ")
-	if t == "" {
-		return "Untitled session"
-	}
-	return clip(t, maxTitleBytes)
+	return clip(strings.Join(strings.Fields(t), " "), maxTitleBytes)
 }
 
 // clip shortens s to at most n bytes on a rune boundary, marking the cut.

@@ -19,13 +19,13 @@ type ContextHit struct {
 // contextDepth is how many chunks each leg fetches for context.
 const contextDepth = 100
 
-// ContextSessions ranks the user's sessions for a context request: chunks are
+// ContextHits ranks the user's sessions for a context request: chunks are
 // retrieved by full-text and, with an embedder, by vector (fused with RRF);
 // sessions are ordered by their best chunk. degraded is "semantic" when the
 // vector leg was wanted but failed (the embedding provider or the vector
 // store): the answer is then from full-text alone. partial is true when the
 // full-text leg stopped at its budget (see Response.Partial).
-func (e *Engine) ContextSessions(ctx context.Context, userID, text string, limit int) (hits []ContextHit, degraded string, partial bool, err error) {
+func (e *Engine) ContextHits(ctx context.Context, userID, text string, limit int) (hits []ContextHit, degraded string, partial bool, err error) {
 	depth := e.opts.depth(limit, contextDepth)
 	q := Query{UserID: userID, Text: text}
 	th, textErr := e.text.Search(ctx, index.Query{UserID: userID, Text: text, Kind: index.Chunks, Limit: depth})
@@ -128,7 +128,9 @@ type ContextExchange struct {
 }
 
 // ContextSession is a session's material for the context answer: metadata
-// and its relevant exchanges, most relevant first.
+// as it is shown (Title is the display title, Project the project label:
+// ingest.HydrateContext fills them by kv.Session's rules) and its relevant
+// exchanges, most relevant first.
 type ContextSession struct {
 	SessionID, Title, Project, Model string
 	Exchanges                        []ContextExchange
@@ -196,9 +198,6 @@ func Assemble(query string, sessions []ContextSession, maxChars int) (string, []
 		count++
 		slices.SortFunc(chosen[i], func(a, b ContextExchange) int { return a.Position - b.Position })
 		title := s.Title
-		if title == "" {
-			title = "Untitled session"
-		}
 		fmt.Fprintf(&b, "\n--- Session: %s ---\n", title)
 		if s.Project != "" {
 			fmt.Fprintf(&b, "Project: %s\n", s.Project)

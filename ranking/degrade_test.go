@@ -60,7 +60,7 @@ func TestOneRuleForAFailingDependency(t *testing.T) {
 				if err != nil || res.Degraded != "semantic" || res.Cause != tt.dep || ids(res.Results) != "t1,t2" {
 					t.Errorf("hybrid: %q %v degraded=%q cause=%q", ids(res.Results), err, res.Degraded, res.Cause)
 				}
-				hits, deg, _, err := e.ContextSessions(ctx, "u", "q", 5)
+				hits, deg, _, err := e.ContextHits(ctx, "u", "q", 5)
 				if err != nil || deg != "semantic" || len(hits) != 2 {
 					t.Errorf("context: %+v %q %v", hits, deg, err)
 				}

@@ -41,7 +41,7 @@ func TestPartialIsSaid(t *testing.T) {
 				t.Errorf("%s %s: partial %v with %d results, want %v with the hits", tt.name, mode, res.Partial, len(res.Results), tt.partial)
 			}
 		}
-		got, _, partial, err := e.ContextSessions(ctx, "u", `"x y z"`, 5)
+		got, _, partial, err := e.ContextHits(ctx, "u", `"x y z"`, 5)
 		if err != nil || partial != tt.partial || len(got) < 2 {
 			t.Errorf("%s context: %v sessions, partial %v, err %v; want the hits, partial %v", tt.name, len(got), partial, err, tt.partial)
 		}

@@ -28,6 +28,13 @@ const (
 	Hybrid   Mode = "hybrid"
 )
 
+// MaxQueryBytes bounds the text of a search or context query in every front
+// end (the REST API's q, the MCP tools' query, the dashboard's search box).
+// A longer one is refused with a message, never cut, so the caller knows it
+// was not run as sent. It is what the index's parser reads of a query, so
+// nothing a front end accepts is ignored.
+const MaxQueryBytes = index.MaxQueryBytes
+
 // ParseMode maps a request value to a Mode ("" is full-text).
 func ParseMode(s string) (Mode, error) {
 	switch Mode(s) {

@@ -158,12 +158,12 @@ func TestSearchModes(t *testing.T) {
 	}
 }
 
-func TestContextSessions(t *testing.T) {
+func TestContextHits(t *testing.T) {
 	text := fakeText{hits: map[string][]index.Hit{"q": {
 		{SessionID: "a", Ordinal: 2, Score: 5}, {SessionID: "b", Ordinal: 0, Score: 4}, {SessionID: "a", Ordinal: 0, Score: 3}, {SessionID: "c", Ordinal: 1, Score: 2},
 	}}}
 	e := New(text, nil, nil, Options{})
-	hits, degraded, _, err := e.ContextSessions(context.Background(), "u", "q", 2)
+	hits, degraded, _, err := e.ContextHits(context.Background(), "u", "q", 2)
 	if err != nil || degraded != "" || len(hits) != 2 || hits[0].SessionID != "a" || hits[1].SessionID != "b" {
 		t.Fatalf("sessions: %+v %q %v", hits, degraded, err)
 	}
@@ -179,7 +179,7 @@ func TestAssemble(t *testing.T) {
 	sessions := []ContextSession{
 		{SessionID: "s1", Title: "First", Project: "web", Model: "m",
 			Exchanges: []ContextExchange{ex(3, "later question", "later answer"), ex(1, "early question", "early answer")}},
-		{SessionID: "s2", Title: "", Exchanges: []ContextExchange{ex(0, strings.Repeat("x", 100), "y")}},
+		{SessionID: "s2", Title: "Second", Exchanges: []ContextExchange{ex(0, strings.Repeat("x", 100), "y")}},
 	}
 	text, msgs, n := Assemble("fix it", sessions, 1000)
 	if n != 2 || !strings.HasPrefix(text, `Relevant coding sessions for: "fix it"`) {
@@ -189,7 +189,7 @@ func TestAssemble(t *testing.T) {
 	if strings.Index(text, "early question") > strings.Index(text, "later question") {
 		t.Errorf("exchanges not in conversation order:\n%s", text)
 	}
-	for _, want := range []string{"--- Session: First ---", "Project: web", "Model: m", "[USER]", "[ASSISTANT]", "--- Session: Untitled session ---"} {
+	for _, want := range []string{"--- Session: First ---", "Project: web", "Model: m", "[USER]", "[ASSISTANT]", "--- Session: Second ---"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("text lacks %q", want)
 		}

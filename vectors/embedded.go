@@ -73,7 +73,11 @@ type EmbeddedOptions struct {
 // normalised float32 rows (4×dim bytes per vector, plus about 25 bytes of
 // row and session index at 20 chunks a session), loaded lazily on the
 // user's first query and kept in step by Upsert and Delete (removed rows are
-// swap-removed). Slabs stay in memory until Close. A query scores the slab
+// swap-removed). A slab stays in memory until Close, or until a Delete (or
+// an Upsert of empty sessions) leaves its user without vectors: the user's
+// entry is then dropped, slab and all, so deleting a user's data (DELETE
+// /api/account/data, whose vectors the indexing pipeline deletes) frees its
+// memory. A query scores the slab
 // with gonum's assembly Sgemv in blocks of 4,096 rows, checking ctx between
 // blocks, and keeps the top k in a small heap; a slab of 16,384 rows or more
 // is split across Workers goroutines.
@@ -283,16 +287,17 @@ func (s *Embedded) write(ctx context.Context, userID string, sessions map[string
 		}
 		rows[sid] = rs
 	}
-	u := s.user(userID)
-	u.writeMu.Lock()
+	u := s.lockUser(userID)
 	defer u.writeMu.Unlock()
 	// Write in key order: bbolt splits nodes only at commit, so a large
 	// transaction inserting in random order memmoves quadratically.
 	order := slices.SortedFunc(maps.Keys(rows), func(a, b string) int {
 		return cmp.Or(cmp.Compare(len(a), len(b)), cmp.Compare(a, b)) // the order of sessionPrefix
 	})
+	emptied := false // the write leaves the user without vectors
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketVectors)
+		removes := false
 		for _, sid := range order {
 			if err := fillKept(b, userID, sid, rows[sid], s.dim); err != nil {
 				return err
@@ -300,11 +305,21 @@ func (s *Embedded) write(ctx context.Context, userID string, sessions map[string
 			if err := putSession(b, userID, sid, rows[sid]); err != nil {
 				return err
 			}
+			removes = removes || len(rows[sid]) == 0
+		}
+		if removes {
+			prefix := userPrefix(userID)
+			k, _ := b.Cursor().Seek(prefix)
+			emptied = k == nil || !bytes.HasPrefix(k, prefix)
 		}
 		return nil
 	})
 	if err != nil {
 		return err
+	}
+	if emptied {
+		s.drop(userID, u)
+		return nil
 	}
 	if u.loaded { // loaded changes only under writeMu, which we hold
 		u.mu.Lock()
@@ -314,6 +329,32 @@ func (s *Embedded) write(ctx context.Context, userID string, sessions map[string
 		u.mu.Unlock()
 	}
 	return nil
+}
+
+// lockUser returns userID's entry with its writeMu held. An entry dropped
+// meanwhile (drop) is not used: its user's next write or load takes a new
+// one, so memory follows the commits.
+func (s *Embedded) lockUser(userID string) *userVectors {
+	for {
+		u := s.user(userID)
+		u.writeMu.Lock()
+		if !u.gone {
+			return u
+		}
+		u.writeMu.Unlock()
+	}
+}
+
+// drop forgets the entry u of userID, whose user has no vectors left; the
+// caller holds u.writeMu. Queries still scanning its slab finish on it (the
+// user had no vectors anyway); the memory is freed after them.
+func (s *Embedded) drop(userID string, u *userVectors) {
+	u.gone = true
+	s.mu.Lock()
+	if s.users[userID] == u {
+		delete(s.users, userID)
+	}
+	s.mu.Unlock()
 }
 
 // fillKept loads the stored values of rows given without values, checking
@@ -546,7 +587,7 @@ func (s *Embedded) loaded(ctx context.Context, userID string) (*userVectors, err
 	if s.closed {
 		return nil, ErrClosed
 	}
-	u.writeMu.Lock() // no write of this user between our read and install
+	u = s.lockUser(userID) // no write of this user between our read and install
 	defer u.writeMu.Unlock()
 	if u.loaded {
 		return u, nil
@@ -590,6 +631,11 @@ func (s *Embedded) loaded(ctx context.Context, userID string) (*userVectors, err
 	u.data, u.rows, u.sessions, u.dim = fresh.data, fresh.rows, fresh.sessions, fresh.dim
 	u.loaded = true
 	u.mu.Unlock()
+	if len(fresh.rows) == 0 {
+		// Nothing to keep: a user without vectors (all deleted, or never
+		// embedded) costs no memory however often she searches.
+		s.drop(userID, u)
+	}
 	return u, nil
 }
 
@@ -600,6 +646,7 @@ type userVectors struct {
 	writeMu sync.Mutex
 	mu      sync.RWMutex
 	loaded  bool
+	gone    bool // under writeMu: dropped from the store's users (drop)
 
 	dim      int
 	data     []float32 // len(rows) × dim, row-major, unit rows

@@ -9,12 +9,13 @@ import (
 	"math"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/sashabaranov/go-openai"
+
+	"github.com/hindsight-dev/hindsight/internal/retry"
 )
 
 // OpenAIModel is the default embedding model.
@@ -321,32 +322,10 @@ func (d recordingDoer) Do(req *http.Request) (*http.Response, error) {
 	if resp != nil {
 		if rec, ok := req.Context().Value(responseRecordKey{}).(*responseRecord); ok {
 			rec.responded = true
-			rec.retryAfter = parseRetryAfter(resp.Header, time.Now())
+			rec.retryAfter = retry.After(resp.Header, time.Now())
 		}
 	}
 	return resp, err
-}
-
-// parseRetryAfter reads retry-after-ms (OpenAI, Azure) or Retry-After in
-// seconds or as an HTTP date. Absent, malformed or past values give 0.
-func parseRetryAfter(h http.Header, now time.Time) time.Duration {
-	if ms, err := strconv.ParseFloat(h.Get("Retry-After-Ms"), 64); err == nil && ms > 0 && ms < 1e12 {
-		return time.Duration(ms * float64(time.Millisecond))
-	}
-	v := h.Get("Retry-After")
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s > 0 && s < 1e9 {
-			return time.Duration(s * float64(time.Second))
-		}
-		return 0
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
 }
 
 // EstimateTokens over-estimates how many tokens an OpenAI tokenizer

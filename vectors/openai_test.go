@@ -629,26 +629,3 @@ func TestEstimateTokens(t *testing.T) {
 		}
 	}
 }
-
-func TestParseRetryAfter(t *testing.T) {
-	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	cases := []struct {
-		header http.Header
-		want   time.Duration
-	}{
-		{http.Header{}, 0},
-		{http.Header{"Retry-After": {"7"}}, 7 * time.Second},
-		{http.Header{"Retry-After": {"0.5"}}, 500 * time.Millisecond},
-		{http.Header{"Retry-After": {"-3"}}, 0},
-		{http.Header{"Retry-After": {"soon"}}, 0},
-		{http.Header{"Retry-After": {now.Add(90 * time.Second).Format(http.TimeFormat)}}, 90 * time.Second},
-		{http.Header{"Retry-After": {now.Add(-time.Hour).Format(http.TimeFormat)}}, 0},
-		{http.Header{"Retry-After-Ms": {"250"}, "Retry-After": {"9"}}, 250 * time.Millisecond},
-		{http.Header{"Retry-After-Ms": {"x"}, "Retry-After": {"9"}}, 9 * time.Second},
-	}
-	for _, c := range cases {
-		if got := parseRetryAfter(c.header, now); got != c.want {
-			t.Errorf("parseRetryAfter(%v) = %v, want %v", c.header, got, c.want)
-		}
-	}
-}

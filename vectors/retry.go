@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"net"
 	"time"
+
+	"github.com/hindsight-dev/hindsight/internal/retry"
 )
 
 // RetryOptions configures Retrying. Zero values take defaults.
@@ -56,6 +58,7 @@ type retrying struct {
 }
 
 func (r *retrying) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	sched := retry.Jittered(r.opts.BaseDelay, r.opts.MaxDelay)
 	for attempt := 1; ; attempt++ {
 		vs, err := r.Embedder.Embed(ctx, texts)
 		if err == nil {
@@ -74,7 +77,7 @@ func (r *retrying) Embed(ctx context.Context, texts []string) ([][]float32, erro
 		if after > r.opts.MaxDelay {
 			return nil, fmt.Errorf("embed: provider asks to retry in %s, more than the %s allowed: %w", after.Round(time.Second), r.opts.MaxDelay, err)
 		}
-		wait := r.backoff(attempt)
+		wait := sched.NextBackOff()
 		if after > 0 {
 			wait = max(wait, after+rand.N(after/10+1))
 		}
@@ -85,16 +88,6 @@ func (r *retrying) Embed(ctx context.Context, texts []string) ([][]float32, erro
 			return nil, err
 		}
 	}
-}
-
-// backoff is the jittered wait after the given failed attempt: drawn from
-// [d/2, d] with d = BaseDelay·2^(attempt-1), capped at MaxDelay.
-func (r *retrying) backoff(attempt int) time.Duration {
-	d := r.opts.MaxDelay
-	if shift := attempt - 1; shift < 30 {
-		d = min(d, r.opts.BaseDelay<<shift)
-	}
-	return d/2 + rand.N(d/2+1)
 }
 
 // retryable reports whether err may pass on a later attempt, and how long

@@ -596,7 +596,7 @@ func eachSession(ctx context.Context, st *kv.Store, fn func(tx *kv.Tx, userID st
 }
 
 // ModeContext is the bench's name for the sessions /api/context picks
-// (ranking.Engine.ContextSessions: chunks by full-text, fused with the
+// (ranking.Engine.ContextHits: chunks by full-text, fused with the
 // vector leg when there is an embedder, sessions by their best chunk), in
 // their order.
 const ModeContext = "context"
@@ -607,7 +607,7 @@ const ModeContext = "context"
 func engineSearch(e *ranking.Engine, userID string, docOf map[string]string, degraded *degradedCounter) bench.SearchFunc {
 	return func(ctx context.Context, mode, q string, k int) ([]string, error) {
 		if mode == ModeContext {
-			hits, degradedBy, _, err := e.ContextSessions(ctx, userID, q, k) // a partial answer is scored as it is
+			hits, degradedBy, _, err := e.ContextHits(ctx, userID, q, k) // a partial answer is scored as it is
 			if errors.Is(err, index.ErrBadQuery) {
 				return nil, bench.ErrNoTerms
 			}

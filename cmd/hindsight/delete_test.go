@@ -12,6 +12,7 @@ import (
 
 	"github.com/hindsight-dev/hindsight/config"
 	"github.com/hindsight-dev/hindsight/kv"
+	"github.com/hindsight-dev/hindsight/vectors"
 	"github.com/hindsight-dev/hindsight/vectors/openaitest"
 	"github.com/hindsight-dev/hindsight/vectors/weaviate/weaviatetest"
 )
@@ -212,6 +213,25 @@ func TestDeleteRemovesVectors(t *testing.T) {
 				if h.SessionID == victim.ID {
 					t.Errorf("the %s store still holds a vector of the deleted session", store)
 				}
+			}
+			if store != "embedded" {
+				return
+			}
+			// Deleting the account's data frees the user's vectors in
+			// memory too (the searches above loaded them).
+			emb, ok := vs.(*vectors.Embedded)
+			if !ok {
+				t.Fatalf("the embedded vector store is a %T", vs)
+			}
+			if st := emb.Stats(); st.Users != 1 || st.Vectors == 0 {
+				t.Fatalf("before deleting the account's data: %+v, want alice's vectors in memory", st)
+			}
+			if code, b := ta.do(http.MethodDelete, key, "/api/account/data", nil); code != http.StatusOK {
+				t.Fatalf("delete account data: %d %s", code, b)
+			}
+			ta.idle()
+			if st := emb.Stats(); st.Users != 0 || st.Vectors != 0 || st.SlabBytes != 0 {
+				t.Errorf("after deleting the account's data: %+v, want no vectors in memory", st)
 			}
 		})
 	}

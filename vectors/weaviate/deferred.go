@@ -9,6 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/hindsight-dev/hindsight/internal/retry"
 	"github.com/hindsight-dev/hindsight/vectors"
 )
 
@@ -119,13 +120,13 @@ func (d *Deferred) open(ctx context.Context) (*Store, error) {
 // log says when the reason changes, not at every attempt.
 func (d *Deferred) connect(ctx context.Context) {
 	defer close(d.done)
-	wait := d.opts.MinBackoff
+	sched := retry.Doubling(d.opts.MinBackoff, d.opts.MaxBackoff)
 	last := d.err.Error()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(wait):
+		case <-time.After(sched.NextBackOff()):
 		}
 		st, err := d.open(ctx)
 		if ctx.Err() != nil {
@@ -149,7 +150,6 @@ func (d *Deferred) connect(ctx context.Context) {
 			last = err.Error()
 			d.opts.Logger.Warn().Str("weaviate", d.where).Err(err).Msg("weaviate still unavailable; retrying")
 		}
-		wait = min(2*wait, d.opts.MaxBackoff)
 	}
 }
 
