@@ -124,7 +124,7 @@ func (ix *Index) search(ctx context.Context, q Query, ev evaluation) ([]Hit, err
 	if err != nil {
 		return nil, ix.searchErr(ctx, q.Kind, err)
 	}
-	sortHits(hits)
+	SortHits(hits)
 	ix.log.Debug().Stringer("kind", q.Kind).Int("hits", len(hits)).Uint64("total", total).
 		Bool("partial", partial).Dur("took", time.Since(start)).Msg("index: search")
 	if partial {
@@ -134,7 +134,7 @@ func (ix *Index) search(ctx context.Context, q Query, ev evaluation) ([]Hit, err
 }
 
 // sortHits orders hits best first: score, then session id, then ordinal.
-func sortHits(hits []Hit) {
+func SortHits(hits []Hit) {
 	sort.SliceStable(hits, func(i, j int) bool {
 		a, b := hits[i], hits[j]
 		if a.Score != b.Score {
@@ -470,7 +470,7 @@ func (ix *Index) searchChunks(ctx context.Context, q Query, pq parsedQuery, limi
 			hits = append(hits, h)
 		}
 	}
-	sortHits(hits)
+	SortHits(hits)
 	return hits[:min(limit, len(hits))], total, partial, nil
 }
 

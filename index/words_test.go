@@ -274,7 +274,7 @@ func (r *refIndex) search(pq parsedQuery, user string, withPlan bool, mode refMo
 			hits = append(hits, Hit{SessionID: d.session, Ordinal: -1, Score: refScore(pq.scoredTerms(), d.text, n, df, avgdl)})
 		}
 	}
-	sortHits(hits)
+	SortHits(hits)
 	return hits
 }
 
@@ -314,7 +314,7 @@ func (r *refIndex) chunks(pq parsedQuery, user string, limit int) (hits []Hit, e
 			}
 		}
 	}
-	sortHits(hits)
+	SortHits(hits)
 	return hits, exact
 }
 

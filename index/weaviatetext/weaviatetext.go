@@ -99,7 +99,6 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -737,7 +736,7 @@ func (ix *Index) Search(ctx context.Context, q index.Query) ([]index.Hit, error)
 			}
 		}
 		if len(hits) >= limit || ranOut || fetch >= weaviate.MaxResults {
-			sortHits(hits)
+			index.SortHits(hits)
 			hits = hits[:min(limit, len(hits))]
 			if check && len(hits) < limit && !ranOut {
 				// More candidates than one query returns: some may pass.
@@ -755,20 +754,6 @@ func (ix *Index) Search(ctx context.Context, q index.Query) ([]index.Hit, error)
 // first ten with Bleve's scores (TestSettleScoresLikeBleve). Asking for at
 // least minFetch and keeping the first limit gives Bleve's ranking.
 const minFetch = 100
-
-// sortHits orders as index does: score, then session id, then ordinal.
-func sortHits(hits []index.Hit) {
-	sort.SliceStable(hits, func(i, j int) bool {
-		a, b := hits[i], hits[j]
-		if a.Score != b.Score {
-			return a.Score > b.Score
-		}
-		if a.SessionID != b.SessionID {
-			return a.SessionID < b.SessionID
-		}
-		return a.Ordinal < b.Ordinal
-	})
-}
 
 // filters returns the where filter of a query's phrases and one-position
 // exclusions, and whether the hits must still be checked on the records (a
