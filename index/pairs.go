@@ -50,11 +50,13 @@ type pairsField struct {
 // newPairsField returns the pairs of adjacent positions of tokens (the
 // scored text's, in any order) whose tokens segOf puts in the same
 // segment (segOf maps a token's start offset to its segment), but for the
-// title's later copies, which hold what its first does. Each pair has
-// one location: its first position, with the gaps to its later ones as
-// the location's array positions (posCursor reads them back): zap spends
-// about six bytes on a location and one on a gap, and the positions
-// double the field even so (docs/index.md).
+// title's later copies, which hold what its first does. The field is
+// never scored, so its frequencies are free to carry positions: a pair
+// found once has no location and the frequency position+1; a pair found
+// more often has one location, its first position, with the gaps to its
+// later ones as the location's array positions, and the frequency 1
+// (posCursor reads both back). Zap spends about six bytes on a location,
+// one or two on a frequency and one on a gap (docs/index.md).
 func newPairsField(tokens analysis.TokenStream, segOf func(int) int) *pairsField {
 	f := &pairsField{TextField: document.NewTextFieldCustom(fieldPairs, nil, nil, keywordOpts, nil)}
 	order := tokens
@@ -100,7 +102,13 @@ func newPairsField(tokens analysis.TokenStream, segOf func(int) int) *pairsField
 		}
 	}
 	for _, tf := range freqs {
-		tf.SetFrequency(len(tf.Locations))
+		if l := tf.Locations[0]; len(l.ArrayPositions) == 0 {
+			// Once: the position rides in the frequency (posCursor).
+			tf.Locations = nil
+			tf.SetFrequency(l.Position + 1)
+			continue
+		}
+		tf.SetFrequency(1)
 	}
 	f.freqs = freqs
 	return f

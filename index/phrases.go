@@ -290,7 +290,11 @@ func (c *posCursor) positions(doc uint64) ([]uint64, error) {
 			return nil, nil
 		}
 		c.read, c.doc, c.pos = true, p.Number(), c.pos[:0]
-		for _, l := range p.Locations() {
+		locs := p.Locations()
+		if len(locs) == 0 { // found once: see newPairsField
+			c.pos = append(c.pos, p.Frequency()-1)
+		}
+		for _, l := range locs {
 			at := l.Pos()
 			c.pos = append(c.pos, at)
 			for _, d := range l.ArrayPositions() {
