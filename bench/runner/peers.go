@@ -16,10 +16,10 @@ import (
 	"github.com/hindsight-dev/hindsight/bench"
 	"github.com/hindsight-dev/hindsight/bench/weaviatepeer"
 	"github.com/hindsight-dev/hindsight/ingest"
+	"github.com/hindsight-dev/hindsight/internal/localweaviate"
 	"github.com/hindsight-dev/hindsight/kv"
 	"github.com/hindsight-dev/hindsight/vectors"
 	"github.com/hindsight-dev/hindsight/vectors/weaviate"
-	"github.com/hindsight-dev/hindsight/vectors/weaviate/localweaviate"
 )
 
 // Peer names accepted by --peers. weaviate-hybrid is shorthand for both

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/hindsight-dev/hindsight/bench/weaviatepeer"
+	"github.com/hindsight-dev/hindsight/internal/weaviatetest"
 	"github.com/hindsight-dev/hindsight/vectors/weaviate"
-	"github.com/hindsight-dev/hindsight/vectors/weaviate/weaviatetest"
 )
 
 func openPeer(t *testing.T, url string) *weaviatepeer.Peer {

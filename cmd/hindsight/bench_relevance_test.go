@@ -18,9 +18,9 @@ import (
 	"github.com/hindsight-dev/hindsight/config"
 	"github.com/hindsight-dev/hindsight/index"
 	"github.com/hindsight-dev/hindsight/ingest"
+	"github.com/hindsight-dev/hindsight/internal/weaviatetest"
 	"github.com/hindsight-dev/hindsight/kv"
 	"github.com/hindsight-dev/hindsight/vectors"
-	"github.com/hindsight-dev/hindsight/vectors/weaviate/weaviatetest"
 )
 
 // datasetsDir finds ../shared/datasets from the repository root, or
