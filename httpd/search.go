@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/hindsight-dev/hindsight/api"
+	"github.com/hindsight-dev/hindsight/contextanswer"
 	"github.com/hindsight-dev/hindsight/index"
 	"github.com/hindsight-dev/hindsight/ingest"
 	"github.com/hindsight-dev/hindsight/kv"
@@ -155,7 +156,7 @@ func (s *Server) context(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return searchError(err)
 	}
-	var sessions []ranking.ContextSession
+	var sessions []contextanswer.Session
 	err = s.cfg.Records.View(r.Context(), func(tx *kv.Tx) error {
 		var err error
 		sessions, err = ingest.ContextSessions(tx, uid, hits)
@@ -164,7 +165,7 @@ func (s *Server) context(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	body, msgs, n := ranking.Assemble(text, sessions, maxChars)
+	body, msgs, n := contextanswer.Assemble(text, sessions, maxChars)
 	if degraded != "" {
 		w.Header().Set("X-Search-Degraded", degraded)
 	}

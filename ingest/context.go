@@ -1,8 +1,8 @@
 package ingest
 
 import (
+	"github.com/hindsight-dev/hindsight/contextanswer"
 	"github.com/hindsight-dev/hindsight/kv"
-	"github.com/hindsight-dev/hindsight/ranking"
 )
 
 // ContextSessions turns the sessions ranking chose for a context answer into
@@ -11,8 +11,8 @@ import (
 // chunking rule that maps an ordinal back to its exchange is ingest's. Every
 // front end (the REST API, the MCP tools) calls it inside its read
 // transaction; sessions deleted since they were indexed are left out.
-func ContextSessions(tx *kv.Tx, userID string, hits []ranking.ContextHit) ([]ranking.ContextSession, error) {
-	var out []ranking.ContextSession
+func ContextSessions(tx *kv.Tx, userID string, hits []contextanswer.Hit) ([]contextanswer.Session, error) {
+	var out []contextanswer.Session
 	for _, h := range hits {
 		d, err := LoadDoc(tx, userID, h.SessionID)
 		if err != nil {
@@ -25,7 +25,7 @@ func ContextSessions(tx *kv.Tx, userID string, hits []ranking.ContextHit) ([]ran
 		if project == "" {
 			project = d.Session.ProjectPath
 		}
-		cs := ranking.ContextSession{SessionID: d.SessionID, Title: d.Session.Title, Model: d.Session.Model, Project: project}
+		cs := contextanswer.Session{SessionID: d.SessionID, Title: d.Session.Title, Model: d.Session.Model, Project: project}
 		seen := map[int]bool{}
 		for _, ord := range h.Ordinals {
 			if ord < 0 || ord >= len(d.Chunks) {
@@ -37,12 +37,12 @@ func ContextSessions(tx *kv.Tx, userID string, hits []ranking.ContextHit) ([]ran
 			}
 			seen[ex] = true
 			e := d.Exchanges[ex]
-			ce := ranking.ContextExchange{Position: ex}
+			ce := contextanswer.Exchange{Position: ex}
 			if e.User != "" {
-				ce.Turns = append(ce.Turns, ranking.Turn{Role: "user", Content: e.User})
+				ce.Turns = append(ce.Turns, contextanswer.Turn{Role: "user", Content: e.User})
 			}
 			if e.Assistant != "" {
-				ce.Turns = append(ce.Turns, ranking.Turn{Role: "assistant", Content: e.Assistant})
+				ce.Turns = append(ce.Turns, contextanswer.Turn{Role: "assistant", Content: e.Assistant})
 			}
 			cs.Exchanges = append(cs.Exchanges, ce)
 		}

@@ -9,6 +9,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/hindsight-dev/hindsight/contextanswer"
 	"github.com/hindsight-dev/hindsight/exporter"
 	"github.com/hindsight-dev/hindsight/index"
 	"github.com/hindsight-dev/hindsight/ingest"
@@ -99,7 +100,7 @@ func (l *Local) Context(ctx context.Context, q ContextQuery) (ContextResult, err
 	if err != nil {
 		return ContextResult{}, engineError(err)
 	}
-	var sessions []ranking.ContextSession
+	var sessions []contextanswer.Session
 	err = l.records.View(ctx, func(tx *kv.Tx) error {
 		var err error
 		sessions, err = ingest.ContextSessions(tx, l.userID, hits)
@@ -108,7 +109,7 @@ func (l *Local) Context(ctx context.Context, q ContextQuery) (ContextResult, err
 	if err != nil {
 		return ContextResult{}, err
 	}
-	text, _, n := ranking.Assemble(q.Text, sessions, q.MaxChars)
+	text, _, n := contextanswer.Assemble(q.Text, sessions, q.MaxChars)
 	return ContextResult{Text: text, Sessions: n, Degraded: degraded, Partial: partial}, nil
 }
 

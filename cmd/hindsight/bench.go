@@ -106,7 +106,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 func parseBenchRelevance(args []string, cfg *config.Config, stderr io.Writer) (runner.RelevanceConfig, error) {
 	var c runner.RelevanceConfig
 	fs := newFlags("bench relevance", "bench relevance --dataset DIR [flags]", stderr)
-	ld := config.NewLoader(fs, os.LookupEnv)
+	ld := config.NewLoader(fs, os.LookupEnv, config.Checks{})
 	ld.Semantic(cfg)
 	fs.StringVar(&c.Dataset, "dataset", "", "BEIR-layout directory: corpus.jsonl[.gz], queries.jsonl, qrels/*.tsv (required)")
 	modes := fs.String("modes", "", "comma-separated Hindsight modes: fulltext, semantic, hybrid, context (the sessions /api/context picks, by their best chunk) "+
@@ -201,7 +201,7 @@ func parseBenchRelevance(args []string, cfg *config.Config, stderr io.Writer) (r
 func parseBenchLoad(args []string, cfg *config.Config, stderr io.Writer) (runner.LoadConfig, error) {
 	c := runner.LoadConfig{Command: runner.CommandLine(append([]string{"hindsight", "bench", "load"}, args...))}
 	fs := newFlags("bench load", "bench load --sessions N [flags]", stderr)
-	ld := config.NewLoader(fs, os.LookupEnv)
+	ld := config.NewLoader(fs, os.LookupEnv, config.Checks{})
 	ld.Semantic(cfg)
 	sessions := fs.Int("sessions", 10_000, "sessions to generate")
 	fs.IntVar(&c.Messages, "messages", 20, "mean messages per session (long-tailed)")

@@ -139,7 +139,7 @@ func exitCode(err error) int {
 // returns the positional arguments. A malformed flag or environment
 // variable is a usage error naming it.
 func loadFlags(fs *flag.FlagSet, args []string, bind func(*config.Loader)) ([]string, error) {
-	ld := config.NewLoader(fs, os.LookupEnv)
+	ld := config.NewLoader(fs, os.LookupEnv, server.ConfigChecks())
 	bind(ld)
 	pos, err := parse(fs, args)
 	if err != nil {

@@ -13,9 +13,9 @@
 // # Layout
 //
 // Two collections (default HindsightTextSession and HindsightTextChunk),
-// each multi-tenant with one tenant per user (the tenant names of
-// internal/weaviatex, which vectors/weaviate uses too), created automatically by the first write. Objects carry
-// the analyser's output, not the text: terms (identifier parts, stems, no
+// each multi-tenant with one tenant per user (weaviatex.TenantOf, as
+// vectors/weaviate names them), created automatically by the first
+// write. Objects carry the analyser's output, not the text: terms (identifier parts, stems, no
 // stop words) joined by spaces, in properties with "whitespace"
 // tokenization, so Weaviate's BM25 scores exactly the terms Bleve would.
 // Queries are analysed the same way. A session object's scored property
