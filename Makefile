@@ -23,11 +23,13 @@ test: fmt-check vet model weaviate chromium
 	HINDSIGHT_DATASETS=$(DATASETS) HINDSIGHT_REQUIRE_DATASETS=1 \
 	$(GO) test -count=1 -timeout 20m -run '^TestRankingGoldens$$' ./index
 
-# -buildvcs=auto stamps the commit into the binary (runtime/debug.ReadBuildInfo)
-# even where GOFLAGS says -buildvcs=false, so a bench result names the code
-# that measured it.
+# The server, hindsight, and the benchmarks, hindsight-bench, side by side
+# (hindsight bench runs the one beside it). -buildvcs=auto stamps the commit
+# into the binaries (runtime/debug.ReadBuildInfo) even where GOFLAGS says
+# -buildvcs=false, so a bench result names the code that measured it.
 build:
 	$(GO) build -buildvcs=auto -o hindsight ./cmd/hindsight
+	$(GO) build -buildvcs=auto -o hindsight-bench ./cmd/hindsight-bench
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/hindsight-dev/hindsight/accounts"
+	"github.com/hindsight-dev/hindsight/internal/kvtest"
 	"github.com/hindsight-dev/hindsight/kv"
-	"github.com/hindsight-dev/hindsight/kv/kvtest"
 )
 
 var ctx = context.Background()

@@ -10,8 +10,8 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/hindsight-dev/hindsight/internal/kvtest"
 	"github.com/hindsight-dev/hindsight/kv"
-	"github.com/hindsight-dev/hindsight/kv/kvtest"
 )
 
 type fakeClock struct {

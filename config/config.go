@@ -7,6 +7,12 @@
 // A malformed value, in a flag or in the environment, is an error that names
 // the flag or variable and says what it accepts; it never falls back to the
 // default.
+//
+// It depends on the standard library only: its values are plain numbers,
+// strings and durations, and package server turns them into the types of
+// the packages that use them (ingest.Limits, ingest.ProjectGlobs, the
+// embedder's settings). A check that needs one of those packages (the glob
+// syntax, the redaction rules) is passed in by the command ([Checks]).
 package config
 
 import (
@@ -18,19 +24,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-
-	"github.com/rs/zerolog"
-
-	"github.com/hindsight-dev/hindsight/ingest"
-	"github.com/hindsight-dev/hindsight/redact"
-	"github.com/hindsight-dev/hindsight/vectors"
 )
 
 // Config is everything the commands read from flags and the environment.
 type Config struct {
 	Addr      string // HINDSIGHT_ADDR, --addr
 	Data      string // HINDSIGHT_DATA, --data
-	Limits    ingest.Limits
+	Limits    Limits
 	Rate      float64 // HINDSIGHT_RATE_LIMIT, --rate-limit: per key per second; 0 = off
 	Burst     int     // HINDSIGHT_RATE_BURST, --rate-burst
 	LogFormat string  // HINDSIGHT_LOG_FORMAT, --log-format: console or json
@@ -43,8 +43,9 @@ type Config struct {
 	// collections when Hindsight creates them (HINDSIGHT_WEAVIATE_REPLICATION).
 	WeaviateReplication int
 	// ExcludeProjects: sessions of these projects are never kept
-	// (HINDSIGHT_EXCLUDE_PROJECTS, --exclude-projects; see ingest.ProjectGlobs).
-	ExcludeProjects ingest.ProjectGlobs
+	// (HINDSIGHT_EXCLUDE_PROJECTS, --exclude-projects): comma-separated
+	// globs as given, parsed by ingest.ParseProjectGlobs.
+	ExcludeProjects string
 	// WeaviateTextPrefix names the text index's collections ("" = the
 	// default, HindsightText). No flag or variable sets it: the benchmarks
 	// use a fresh one so they never touch a deployment's collections.
@@ -62,13 +63,24 @@ type Config struct {
 	BcryptCost int
 }
 
+// Limits bound what one request may carry. They are ingest.Limits field for
+// field (server converts); the defaults in [Default] are ingest's
+// (server's TestConfigDefaults holds them equal).
+type Limits struct {
+	MaxBody         int64 // bytes per request body
+	MaxBatchEntries int   // sessions + messages in one /sync/batch
+	MaxPartBytes    int   // bytes of one part's content (and of textContent)
+	MaxFieldBytes   int   // bytes of a title, path or other string field
+	MaxParts        int   // parts of one message
+}
+
 // Semantic selects the embedder and the vector store. These are deployment
 // settings, read from the environment (--embedder aside).
 type Semantic struct {
 	Embedder      string  // HINDSIGHT_EMBEDDER: openai, local, none, or "" (automatic)
 	OpenAIKey     string  `json:"-"` // OPENAI_API_KEY: a secret
 	OpenAIBaseURL string  // OPENAI_BASE_URL
-	OpenAIModel   string  // HINDSIGHT_OPENAI_MODEL
+	OpenAIModel   string  // HINDSIGHT_OPENAI_MODEL; default vectors.OpenAIModel
 	OpenAIDim     int     // HINDSIGHT_OPENAI_DIM; 0 = the model's own
 	OpenAITimeout float64 // HINDSIGHT_OPENAI_TIMEOUT: seconds per request to the provider; 0 = 60
 	ModelDir      string  // HINDSIGHT_MODEL_DIR
@@ -100,9 +112,15 @@ const (
 // Default returns the configuration with every default.
 func Default() Config {
 	return Config{
-		Addr:                DefaultAddr,
-		Data:                DefaultData,
-		Limits:              ingest.DefaultLimits(),
+		Addr: DefaultAddr,
+		Data: DefaultData,
+		Limits: Limits{
+			MaxBody:         16 << 20,
+			MaxBatchEntries: 10_000,
+			MaxPartBytes:    1 << 20,
+			MaxFieldBytes:   512 << 10,
+			MaxParts:        1000,
+		},
 		Rate:                200,
 		Burst:               1000,
 		LogFormat:           "console",
@@ -110,7 +128,7 @@ func Default() Config {
 		TextIndex:           "bleve",
 		WeaviateReplication: 1,
 		Semantic: Semantic{
-			OpenAIModel: vectors.OpenAIModel,
+			OpenAIModel: "text-embedding-3-small",
 			ModelDir:    filepath.Join(".cache", "models", "use-lite"),
 		},
 	}
@@ -133,17 +151,33 @@ type Error struct {
 
 func (e *Error) Error() string { return fmt.Sprintf("%s=%q: want %s", e.Name, e.Value, e.Want) }
 
+// Checks validate settings whose syntax belongs to another package, so
+// that a malformed value is still an error naming its flag or variable
+// when the command loads it. A nil check accepts every value (the package
+// that reads the value then refuses it when the server starts).
+type Checks struct {
+	// ProjectGlobs checks --exclude-projects (ingest.ParseProjectGlobs).
+	ProjectGlobs func(list string) error
+	// RedactRules checks the contents of the --redact-rules file
+	// (redact.CheckRules).
+	RedactRules func(toml []byte) error
+}
+
 // Loader binds settings to a flag set and reads their environment
 // variables. Bind the settings, parse the flag set, then call Err.
 type Loader struct {
 	fs     *flag.FlagSet
 	env    Env
+	check  Checks
 	errs   []error
 	checks []func() error // checks that span settings, run by Err after parsing
 }
 
-// NewLoader returns a loader for fs reading the environment through env.
-func NewLoader(fs *flag.FlagSet, env Env) *Loader { return &Loader{fs: fs, env: env} }
+// NewLoader returns a loader for fs reading the environment through env,
+// validating with check.
+func NewLoader(fs *flag.FlagSet, env Env, check Checks) *Loader {
+	return &Loader{fs: fs, env: env, check: check}
+}
 
 // Err returns the errors of the environment variables read so far and of
 // the checks that span settings, joined; nil when every value is good. Call
@@ -302,11 +336,13 @@ func (l *Loader) ExcludeProjects(c *Config) {
 	const env = "HINDSIGHT_EXCLUDE_PROJECTS"
 	want := "comma-separated glob patterns (*, ?, [a-z], {a,b}, and ** across directories)"
 	set := func(s string) error {
-		g, err := ingest.ParseProjectGlobs(s)
-		if err == nil {
-			c.ExcludeProjects = g
+		if l.check.ProjectGlobs != nil {
+			if err := l.check.ProjectGlobs(s); err != nil {
+				return err
+			}
 		}
-		return err
+		c.ExcludeProjects = s
+		return nil
 	}
 	if v, ok := l.lookup(env); ok {
 		if err := set(v); err != nil {
@@ -315,7 +351,7 @@ func (l *Loader) ExcludeProjects(c *Config) {
 	}
 	l.bind("exclude-projects", "", "comma-separated globs of projects whose sessions are never kept, matched against "+
 		"projectPath and projectName, e.g. '/home/me/clients/**,secret-*' (env "+env+")", want, set,
-		func() string { return c.ExcludeProjects.String() })
+		func() string { return c.ExcludeProjects })
 }
 
 // Redact binds --redact (HINDSIGHT_REDACT: on or off) and --redact-rules
@@ -344,8 +380,8 @@ func (l *Loader) Redact(c *Config) {
 			return nil
 		}
 		data, err := os.ReadFile(c.Redact.Rules)
-		if err == nil {
-			err = redact.CheckRules(data)
+		if err == nil && l.check.RedactRules != nil {
+			err = l.check.RedactRules(data)
 		}
 		if err != nil {
 			return &Error{Name: "HINDSIGHT_REDACT_RULES (--redact-rules)", Value: c.Redact.Rules, Want: "a readable file of rules in gitleaks' TOML format: " + err.Error()}
@@ -442,22 +478,15 @@ func redactURL(raw string) string {
 	return redacted
 }
 
-// MarshalZerologObject logs the effective configuration with secrets (API
-// keys, URL passwords) replaced by "[redacted]".
-func (c Config) MarshalZerologObject(e *zerolog.Event) {
-	e.Str("addr", c.Addr).Str("data", c.Data).
-		Int64("max_body_bytes", c.Limits.MaxBody).Int("max_batch_entries", c.Limits.MaxBatchEntries).
-		Int("max_part_bytes", c.Limits.MaxPartBytes).Int("max_field_bytes", c.Limits.MaxFieldBytes).
-		Int("max_parts", c.Limits.MaxParts).
-		Float64("rate_limit", c.Rate).Int("rate_burst", c.Burst).
-		Str("log_format", c.LogFormat).Str("log_level", c.LogLevel).
-		Str("text_index", c.TextIndex).Int("weaviate_replication", c.WeaviateReplication).
-		Int("exclude_projects", len(c.ExcludeProjects.Patterns())).
-		Bool("redact", !c.Redact.Off).Str("redact_rules", c.Redact.Rules)
-	s := c.Semantic
-	e.Str("embedder", s.Embedder).Str("openai_api_key", secret(s.OpenAIKey)).
-		Str("openai_base_url", redactURL(s.OpenAIBaseURL)).Str("openai_model", s.OpenAIModel).
-		Int("openai_dim", s.OpenAIDim).Float64("openai_timeout", s.OpenAITimeout).Str("model_dir", s.ModelDir).
-		Str("weaviate_url", redactURL(s.WeaviateURL)).Str("weaviate_api_key", secret(s.WeaviateKey)).
-		Float64("rrf_k", s.RRFK).Float64("rrf_semantic_weight", s.RRFWeight)
+// Redacted returns c with its secrets (API keys, URL passwords) replaced by
+// "[redacted]", for logging; an unset secret stays empty, so "set or not"
+// stays visible.
+func (c Config) Redacted() Config {
+	c.APIKey = secret(c.APIKey)
+	c.Semantic.OpenAIKey = secret(c.Semantic.OpenAIKey)
+	c.Semantic.WeaviateKey = secret(c.Semantic.WeaviateKey)
+	c.Semantic.OpenAIBaseURL = redactURL(c.Semantic.OpenAIBaseURL)
+	c.Semantic.WeaviateURL = redactURL(c.Semantic.WeaviateURL)
+	c.ServerURL = redactURL(c.ServerURL)
+	return c
 }

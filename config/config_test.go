@@ -10,17 +10,25 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rs/zerolog"
-
 	"github.com/hindsight-dev/hindsight/config"
+	"github.com/hindsight-dev/hindsight/ingest"
+	"github.com/hindsight-dev/hindsight/redact"
 )
+
+// checks are the checks serve passes (server.ConfigChecks).
+func checks() config.Checks {
+	return config.Checks{
+		ProjectGlobs: func(list string) error { _, err := ingest.ParseProjectGlobs(list); return err },
+		RedactRules:  redact.CheckRules,
+	}
+}
 
 // load binds serve's settings, parses args and returns the Config and Err.
 func load(env map[string]string, args ...string) (config.Config, error) {
 	c := config.Default()
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	ld := config.NewLoader(fs, config.MapEnv(env))
+	ld := config.NewLoader(fs, config.MapEnv(env), checks())
 	ld.Serve(&c)
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -114,7 +122,7 @@ func TestHelpNamesVariables(t *testing.T) {
 	var out bytes.Buffer
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(&out)
-	ld := config.NewLoader(fs, config.MapEnv(map[string]string{"OPENAI_API_KEY": "sk-secret"}))
+	ld := config.NewLoader(fs, config.MapEnv(map[string]string{"OPENAI_API_KEY": "sk-secret"}), checks())
 	ld.Serve(&c)
 	if err := fs.Parse([]string{"--help"}); !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("--help: %v", err)
@@ -129,30 +137,20 @@ func TestHelpNamesVariables(t *testing.T) {
 	}
 }
 
-func TestLogRedactsSecrets(t *testing.T) {
+func TestRedacted(t *testing.T) {
 	c := config.Default()
 	c.Semantic.OpenAIKey = "sk-live-123"
 	c.Semantic.WeaviateKey = "wv-456"
 	c.Semantic.WeaviateURL = "https://admin:pw789@weaviate.example"
 	c.APIKey = "osk_abc"
-	var buf bytes.Buffer
-	log := zerolog.New(&buf)
-	log.Info().Object("config", c).Msg("")
-	for _, secret := range []string{"sk-live-123", "wv-456", "pw789", "osk_abc"} {
-		if strings.Contains(buf.String(), secret) {
-			t.Errorf("logged config holds %q: %s", secret, buf.String())
-		}
+	r := c.Redacted()
+	if r.Semantic.OpenAIKey != "[redacted]" || r.Semantic.WeaviateKey != "[redacted]" || r.APIKey != "[redacted]" ||
+		r.Semantic.WeaviateURL != "https://admin:xxxxx@weaviate.example" || r.Rate != c.Rate {
+		t.Errorf("redacted: %+v", r)
 	}
-	for _, want := range []string{`"openai_api_key":"[redacted]"`, `"weaviate_api_key":"[redacted]"`, `"weaviate_url":"https://admin:xxxxx@weaviate.example"`, `"rate_limit":200`} {
-		if !strings.Contains(buf.String(), want) {
-			t.Errorf("logged config lacks %s: %s", want, buf.String())
-		}
-	}
-	// An unset secret is logged as empty, so "set or not" stays visible.
-	buf.Reset()
-	log.Info().Object("config", config.Default()).Msg("")
-	if !strings.Contains(buf.String(), `"openai_api_key":""`) {
-		t.Errorf("unset key not logged as empty: %s", buf.String())
+	// An unset secret stays empty, so "set or not" stays visible.
+	if r := config.Default().Redacted(); r.Semantic.OpenAIKey != "" || r.APIKey != "" {
+		t.Errorf("unset secrets: %+v", r)
 	}
 }
 
@@ -187,7 +185,11 @@ func TestExcludeProjects(t *testing.T) {
 		if err != nil {
 			t.Fatalf("env %q args %q: %v", tc.env, tc.args, err)
 		}
-		if got := c.ExcludeProjects.Patterns(); strings.Join(got, "|") != strings.Join(tc.want, "|") {
+		g, err := ingest.ParseProjectGlobs(c.ExcludeProjects)
+		if err != nil {
+			t.Fatalf("env %q args %q: %q: %v", tc.env, tc.args, c.ExcludeProjects, err)
+		}
+		if got := g.Patterns(); strings.Join(got, "|") != strings.Join(tc.want, "|") {
 			t.Errorf("env %q args %q: patterns %q, want %q", tc.env, tc.args, got, tc.want)
 		}
 	}

@@ -216,10 +216,10 @@ func (s *Server) searchSessions(r *http.Request, v *viewer, p *sessionsPage, lin
 		results = slices.DeleteFunc(slices.Clone(results), func(hit ranking.Result) bool { return hit.Score < s.cfg.MinSemanticScore })
 		p.Hidden = len(res.Results) - len(results)
 	}
-	var hits []ingest.Hit
+	var hits []ingest.Hit[ranking.Result]
 	err = s.cfg.Store.View(r.Context(), func(tx *kv.Tx) error {
 		var err error
-		hits, err = ingest.HydrateHits(tx, v.user.ID, results)
+		hits, err = ingest.HydrateHits(tx, v.user.ID, results, ranking.SessionOf)
 		return err
 	})
 	if err != nil {
@@ -228,7 +228,7 @@ func (s *Server) searchSessions(r *http.Request, v *viewer, p *sessionsPage, lin
 	var rows []sessionRow
 	for _, hit := range hits {
 		if p.Filter.match(hit.Session) {
-			rows = append(rows, sessionRow{Session: hit.Session, Project: hit.Session.ProjectLabel(), Snippet: snippetHTML(hit.Snippet)})
+			rows = append(rows, sessionRow{Session: hit.Session, Project: hit.Session.ProjectLabel(), Snippet: snippetHTML(hit.Result.Snippet)})
 		}
 	}
 	p.Total = len(rows)

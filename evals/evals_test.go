@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/hindsight-dev/hindsight/evals"
+	"github.com/hindsight-dev/hindsight/internal/kvtest"
 	"github.com/hindsight-dev/hindsight/kv"
-	"github.com/hindsight-dev/hindsight/kv/kvtest"
 )
 
 func TestPatchValidate(t *testing.T) {

@@ -16,7 +16,7 @@ import (
 	"github.com/hindsight-dev/hindsight/accounts"
 	"github.com/hindsight-dev/hindsight/httpd"
 	"github.com/hindsight-dev/hindsight/ingest"
-	"github.com/hindsight-dev/hindsight/kv/kvtest"
+	"github.com/hindsight-dev/hindsight/internal/kvtest"
 )
 
 // observed collects what the API reports to metrics.

@@ -25,8 +25,8 @@ import (
 	"github.com/hindsight-dev/hindsight/accounts"
 	"github.com/hindsight-dev/hindsight/httpd"
 	"github.com/hindsight-dev/hindsight/ingest"
+	"github.com/hindsight-dev/hindsight/internal/kvtest"
 	"github.com/hindsight-dev/hindsight/kv"
-	"github.com/hindsight-dev/hindsight/kv/kvtest"
 )
 
 func day(s string) int64 {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/hindsight-dev/hindsight/api"
+	"github.com/hindsight-dev/hindsight/contextanswer"
 	"github.com/hindsight-dev/hindsight/index"
 	"github.com/hindsight-dev/hindsight/ingest"
 	"github.com/hindsight-dev/hindsight/kv"
@@ -80,10 +81,10 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return searchError(err)
 	}
-	var hits []ingest.Hit
+	var hits []ingest.Hit[ranking.Result]
 	err = s.cfg.Records.View(r.Context(), func(tx *kv.Tx) error {
 		var err error
-		hits, err = ingest.HydrateHits(tx, q.UserID, res.Results)
+		hits, err = ingest.HydrateHits(tx, q.UserID, res.Results, ranking.SessionOf)
 		return err
 	})
 	if err != nil {
@@ -96,13 +97,14 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) error {
 			it.AltID = hit.Session.ID
 		}
 		if q.Explain {
-			score, snippet := hit.Score, hit.Snippet
-			it.Score, it.Snippet, it.MatchedIn = &score, &snippet, hit.MatchedIn
+			r := hit.Result
+			score, snippet := r.Score, r.Snippet
+			it.Score, it.Snippet, it.MatchedIn = &score, &snippet, r.MatchedIn
 			if it.MatchedIn == nil {
 				it.MatchedIn = []string{}
 			}
-			if hit.Text != nil || hit.Vector != nil {
-				it.Legs = &explainLegs{Text: hit.Text, Vector: hit.Vector}
+			if r.Text != nil || r.Vector != nil {
+				it.Legs = &explainLegs{Text: r.Text, Vector: r.Vector}
 			}
 		}
 		items = append(items, it)
@@ -147,7 +149,7 @@ func (s *Server) context(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return searchError(err)
 	}
-	var sessions []ranking.ContextSession
+	var sessions []contextanswer.Session
 	err = s.cfg.Records.View(r.Context(), func(tx *kv.Tx) error {
 		var err error
 		sessions, err = ingest.HydrateContext(tx, uid, hits)
@@ -156,7 +158,7 @@ func (s *Server) context(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	body, msgs, n := ranking.Assemble(text, sessions, maxChars)
+	body, msgs, n := contextanswer.Assemble(text, sessions, maxChars)
 	if degraded != "" {
 		w.Header().Set("X-Search-Degraded", degraded)
 	}

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/hindsight-dev/hindsight/ingest"
+	"github.com/hindsight-dev/hindsight/internal/kvtest"
 	"github.com/hindsight-dev/hindsight/kv"
-	"github.com/hindsight-dev/hindsight/kv/kvtest"
 )
 
 var ctx = context.Background()

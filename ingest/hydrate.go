@@ -3,8 +3,8 @@ package ingest
 import (
 	"errors"
 
+	"github.com/hindsight-dev/hindsight/contextanswer"
 	"github.com/hindsight-dev/hindsight/kv"
-	"github.com/hindsight-dev/hindsight/ranking"
 )
 
 // Hydration turns what ranking chose (session ids, chunk ordinals) into the
@@ -13,26 +13,27 @@ import (
 // the index and the vectors are a step behind the records, and a deletion
 // must never show again.
 
-// Hit is a search result with its session's record.
-type Hit struct {
-	ranking.Result
+// Hit is a search result (a ranking.Result) with its session's record.
+type Hit[R any] struct {
+	Result  R
 	Session kv.Session
 }
 
-// HydrateHits reads the sessions of a search's results, keeping their
-// order. The REST API, the MCP tools and the dashboard show search results
-// through it.
-func HydrateHits(tx *kv.Tx, userID string, results []ranking.Result) ([]Hit, error) {
-	out := make([]Hit, 0, len(results))
+// HydrateHits reads the sessions of a search's results (sessionOf gives a
+// result's session id), keeping their order. The REST API, the MCP tools
+// and the dashboard show search results through it. It is generic so that
+// ingest need not import ranking (ranking.SessionOf is the accessor).
+func HydrateHits[R any](tx *kv.Tx, userID string, results []R, sessionOf func(R) string) ([]Hit[R], error) {
+	out := make([]Hit[R], 0, len(results))
 	for _, r := range results {
-		s, err := tx.Session(userID, r.SessionID)
+		s, err := tx.Session(userID, sessionOf(r))
 		if errors.Is(err, kv.ErrNotFound) {
 			continue // deleted after it was indexed
 		}
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, Hit{Result: r, Session: s})
+		out = append(out, Hit[R]{Result: r, Session: s})
 	}
 	return out, nil
 }
@@ -43,8 +44,8 @@ func HydrateHits(tx *kv.Tx, userID string, results []ranking.Result) ([]Hit, err
 // chunks, most relevant first, each exchange once. It lives here because the
 // chunking rule that maps an ordinal back to its exchange is ingest's. The
 // REST API and the MCP tools call it.
-func HydrateContext(tx *kv.Tx, userID string, hits []ranking.ContextHit) ([]ranking.ContextSession, error) {
-	var out []ranking.ContextSession
+func HydrateContext(tx *kv.Tx, userID string, hits []contextanswer.Hit) ([]contextanswer.Session, error) {
+	var out []contextanswer.Session
 	for _, h := range hits {
 		d, err := LoadDoc(tx, userID, h.SessionID)
 		if err != nil {
@@ -53,7 +54,7 @@ func HydrateContext(tx *kv.Tx, userID string, hits []ranking.ContextHit) ([]rank
 		if d.Deleted {
 			continue
 		}
-		cs := ranking.ContextSession{SessionID: d.SessionID, Title: d.Session.DisplayTitle(), Model: d.Session.Model, Project: d.Session.ProjectLabel()}
+		cs := contextanswer.Session{SessionID: d.SessionID, Title: d.Session.DisplayTitle(), Model: d.Session.Model, Project: d.Session.ProjectLabel()}
 		seen := map[int]bool{}
 		for _, ord := range h.Ordinals {
 			if ord < 0 || ord >= len(d.Chunks) {
@@ -65,12 +66,12 @@ func HydrateContext(tx *kv.Tx, userID string, hits []ranking.ContextHit) ([]rank
 			}
 			seen[ex] = true
 			e := d.Exchanges[ex]
-			ce := ranking.ContextExchange{Position: ex}
+			ce := contextanswer.Exchange{Position: ex}
 			if e.User != "" {
-				ce.Turns = append(ce.Turns, ranking.Turn{Role: "user", Content: e.User})
+				ce.Turns = append(ce.Turns, contextanswer.Turn{Role: "user", Content: e.User})
 			}
 			if e.Assistant != "" {
-				ce.Turns = append(ce.Turns, ranking.Turn{Role: "assistant", Content: e.Assistant})
+				ce.Turns = append(ce.Turns, contextanswer.Turn{Role: "assistant", Content: e.Assistant})
 			}
 			cs.Exchanges = append(cs.Exchanges, ce)
 		}

@@ -3,6 +3,7 @@ package ingest_test
 import (
 	"testing"
 
+	"github.com/hindsight-dev/hindsight/contextanswer"
 	"github.com/hindsight-dev/hindsight/ingest"
 	"github.com/hindsight-dev/hindsight/kv"
 	"github.com/hindsight-dev/hindsight/ranking"
@@ -26,12 +27,12 @@ func TestHydrateHits(t *testing.T) {
 		{SessionID: "nosuchsession000", Score: 1.5},
 		{SessionID: a, Score: 1, Text: &ranking.Leg{Rank: 1, Score: 0.5}},
 	}
-	hydrate := func(user string) []ingest.Hit {
+	hydrate := func(user string) []ingest.Hit[ranking.Result] {
 		t.Helper()
-		var hits []ingest.Hit
+		var hits []ingest.Hit[ranking.Result]
 		if err := f.st.View(ctx, func(tx *kv.Tx) error {
 			var err error
-			hits, err = ingest.HydrateHits(tx, user, results)
+			hits, err = ingest.HydrateHits(tx, user, results, ranking.SessionOf)
 			return err
 		}); err != nil {
 			t.Fatal(err)
@@ -42,10 +43,10 @@ func TestHydrateHits(t *testing.T) {
 	if len(hits) != 2 || hits[0].Session.ID != b || hits[1].Session.ID != a {
 		t.Fatalf("hits = %+v, want b then a", hits)
 	}
-	if hits[0].Score != 3 || hits[0].Snippet != "<mark>beta</mark>" || hits[0].MatchedIn[0] != "title" || hits[0].Session.Title != "Beta" {
+	if hits[0].Result.Score != 3 || hits[0].Result.Snippet != "<mark>beta</mark>" || hits[0].Result.MatchedIn[0] != "title" || hits[0].Session.Title != "Beta" {
 		t.Errorf("hit b lost the ranking's fields or its record: %+v", hits[0])
 	}
-	if hits[1].Text == nil || hits[1].Text.Rank != 1 || hits[1].Session.ProjectPath != "/src/web" {
+	if hits[1].Result.Text == nil || hits[1].Result.Text.Rank != 1 || hits[1].Session.ProjectPath != "/src/web" {
 		t.Errorf("hit a lost its explain leg or its record: %+v", hits[1])
 	}
 	if got := hydrate(otherUser); len(got) != 0 {
@@ -66,10 +67,10 @@ func TestHydrateContext(t *testing.T) {
 	if err := f.svc.DeleteSession(ctx, f.user, gone); err != nil {
 		t.Fatal(err)
 	}
-	var got []ranking.ContextSession
+	var got []contextanswer.Session
 	if err := f.st.View(ctx, func(tx *kv.Tx) error {
 		var err error
-		got, err = ingest.HydrateContext(tx, f.user, []ranking.ContextHit{
+		got, err = ingest.HydrateContext(tx, f.user, []contextanswer.Hit{
 			{SessionID: gone, Ordinals: []int{0}},
 			{SessionID: untitled, Ordinals: []int{0, 0, 7}},
 		})

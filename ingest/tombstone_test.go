@@ -11,8 +11,8 @@ import (
 
 	"github.com/hindsight-dev/hindsight/api"
 	"github.com/hindsight-dev/hindsight/ingest"
+	"github.com/hindsight-dev/hindsight/internal/kvtest"
 	"github.com/hindsight-dev/hindsight/kv"
-	"github.com/hindsight-dev/hindsight/kv/kvtest"
 )
 
 // syncSession applies a /sync/session body for user and returns the result.

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hindsight-dev/hindsight/internal/kvtest"
 	"github.com/hindsight-dev/hindsight/kv"
-	"github.com/hindsight-dev/hindsight/kv/kvtest"
 )
 
 var ctx = context.Background()

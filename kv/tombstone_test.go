@@ -6,8 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/hindsight-dev/hindsight/internal/kvtest"
 	"github.com/hindsight-dev/hindsight/kv"
-	"github.com/hindsight-dev/hindsight/kv/kvtest"
 )
 
 // tombstones lists a user's tombstones in key order.

@@ -21,12 +21,12 @@ import (
 	"github.com/hindsight-dev/hindsight/httpd"
 	"github.com/hindsight-dev/hindsight/index"
 	"github.com/hindsight-dev/hindsight/ingest"
+	"github.com/hindsight-dev/hindsight/internal/kvtest"
+	"github.com/hindsight-dev/hindsight/internal/openaitest"
 	"github.com/hindsight-dev/hindsight/kv"
-	"github.com/hindsight-dev/hindsight/kv/kvtest"
 	"github.com/hindsight-dev/hindsight/mcpd"
 	"github.com/hindsight-dev/hindsight/ranking"
 	"github.com/hindsight-dev/hindsight/vectors"
-	"github.com/hindsight-dev/hindsight/vectors/openaitest"
 )
 
 var bg = context.Background()

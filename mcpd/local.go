@@ -9,6 +9,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/hindsight-dev/hindsight/contextanswer"
 	"github.com/hindsight-dev/hindsight/exporter"
 	"github.com/hindsight-dev/hindsight/index"
 	"github.com/hindsight-dev/hindsight/ingest"
@@ -70,14 +71,14 @@ func (l *Local) Search(ctx context.Context, q SearchQuery) (SearchResult, error)
 		return SearchResult{}, engineError(err)
 	}
 	out := SearchResult{Mode: string(mode), Degraded: res.Degraded, Partial: res.Partial}
-	var hits []ingest.Hit
+	var hits []ingest.Hit[ranking.Result]
 	err = l.records.View(ctx, func(tx *kv.Tx) error {
 		var err error
-		hits, err = ingest.HydrateHits(tx, l.userID, res.Results)
+		hits, err = ingest.HydrateHits(tx, l.userID, res.Results, ranking.SessionOf)
 		return err
 	})
 	for _, h := range hits {
-		out.Hits = append(out.Hits, Hit{Session: viewSession(h.Session), Score: h.Score, Snippet: plainSnippet(h.Snippet)})
+		out.Hits = append(out.Hits, Hit{Session: viewSession(h.Session), Score: h.Result.Score, Snippet: plainSnippet(h.Result.Snippet)})
 	}
 	return out, err
 }
@@ -93,7 +94,7 @@ func (l *Local) Context(ctx context.Context, q ContextQuery) (ContextResult, err
 	if err != nil {
 		return ContextResult{}, engineError(err)
 	}
-	var sessions []ranking.ContextSession
+	var sessions []contextanswer.Session
 	err = l.records.View(ctx, func(tx *kv.Tx) error {
 		var err error
 		sessions, err = ingest.HydrateContext(tx, l.userID, hits)
@@ -102,7 +103,7 @@ func (l *Local) Context(ctx context.Context, q ContextQuery) (ContextResult, err
 	if err != nil {
 		return ContextResult{}, err
 	}
-	text, _, n := ranking.Assemble(q.Text, sessions, q.MaxChars)
+	text, _, n := contextanswer.Assemble(q.Text, sessions, q.MaxChars)
 	return ContextResult{Text: text, Sessions: n, Degraded: degraded, Partial: partial}, nil
 }
 

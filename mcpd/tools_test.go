@@ -10,7 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/hindsight-dev/hindsight/vectors/openaitest"
+	"github.com/hindsight-dev/hindsight/internal/openaitest"
 )
 
 type hit struct {

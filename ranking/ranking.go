@@ -153,6 +153,9 @@ type Result struct {
 	Vector    *Leg // explain: the vector leg (semantic, hybrid)
 }
 
+// SessionOf returns r's session id (for ingest.HydrateHits).
+func SessionOf(r Result) string { return r.SessionID }
+
 // Response is a ranked list; Degraded names a leg that failed and was left
 // out (hybrid falls back to full-text when the query cannot be embedded or
 // the vector store fails), and Cause the dependency that failed.

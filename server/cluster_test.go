@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/hindsight-dev/hindsight/config"
-	"github.com/hindsight-dev/hindsight/vectors/weaviate/weaviatetest"
+	"github.com/hindsight-dev/hindsight/internal/weaviatetest"
 )
 
 // letters spells n in base 26 with letters only, so the analyser keeps it

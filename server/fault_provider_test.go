@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/hindsight-dev/hindsight/config"
-	"github.com/hindsight-dev/hindsight/vectors/openaitest"
+	"github.com/hindsight-dev/hindsight/internal/openaitest"
 )
 
 // TestProviderFaults takes the embedding provider down in each way a real

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/hindsight-dev/hindsight/config"
-	"github.com/hindsight-dev/hindsight/vectors/openaitest"
-	"github.com/hindsight-dev/hindsight/vectors/weaviate/weaviatetest"
+	"github.com/hindsight-dev/hindsight/internal/openaitest"
+	"github.com/hindsight-dev/hindsight/internal/weaviatetest"
 )
 
 // TestWeaviateFaults runs the server against the real pinned

@@ -18,8 +18,8 @@ import (
 
 	"github.com/hindsight-dev/hindsight/bench"
 	"github.com/hindsight-dev/hindsight/config"
+	"github.com/hindsight-dev/hindsight/internal/openaitest"
 	"github.com/hindsight-dev/hindsight/kv"
-	"github.com/hindsight-dev/hindsight/vectors/openaitest"
 )
 
 // redactionRig syncs one generated secret of every kind through the sync

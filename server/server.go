@@ -106,6 +106,10 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger) (*Server, e
 	if err != nil {
 		return nil, err
 	}
+	excluded, err := ingest.ParseProjectGlobs(cfg.ExcludeProjects)
+	if err != nil {
+		return nil, &config.Error{Name: "HINDSIGHT_EXCLUDE_PROJECTS (--exclude-projects)", Value: cfg.ExcludeProjects, Want: "glob patterns: " + err.Error()}
+	}
 	st, err := OpenStore(cfg.Data)
 	if err != nil {
 		return nil, err
@@ -125,7 +129,7 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger) (*Server, e
 	s.rebuilding.Store(rebuild)
 	s.Accounts = accounts.New(st, nil)
 	s.Ingest = ingest.NewService(st, nil)
-	s.Ingest.ExcludeProjects(cfg.ExcludeProjects)
+	s.Ingest.ExcludeProjects(excluded)
 	s.Ingest.Redact(red)
 	s.Metrics = metrics.New(s.metricSources())
 	var stages []ingest.Stage
@@ -142,7 +146,7 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger) (*Server, e
 	ropts.OnDegraded, ropts.OnUnavailable = s.Metrics.ObserveDegraded, s.Metrics.ObserveUnavailable
 	s.Search = ranking.New(idx, vs, emb, ropts)
 	s.API = httpd.New(httpd.Config{
-		Auth: s.Accounts, Ingest: s.Ingest, Records: st, Search: s.Search, Limits: cfg.Limits,
+		Auth: s.Accounts, Ingest: s.Ingest, Records: st, Search: s.Search, Limits: ingest.Limits(cfg.Limits),
 		RatePerSecond: cfg.Rate, RateBurst: cfg.Burst, Logger: log,
 		Observe: s.Metrics.ObserveRequest, Ready: s.readiness, Redactor: red,
 	})
@@ -297,7 +301,7 @@ func (s *Server) Background(ctx context.Context) {
 // ctx ends; then it finishes in-flight requests (up to 20 seconds) and
 // stops the background work. The caller closes the server afterwards.
 func (s *Server) Run(ctx context.Context, ln net.Listener) error {
-	s.log.Info().Object("config", s.cfg).Msg("effective configuration")
+	s.log.Info().Object("config", loggedConfig(s.cfg)).Msg("effective configuration")
 	bgCtx, stopBg := context.WithCancel(context.Background())
 	bgDone := make(chan struct{})
 	go func() {

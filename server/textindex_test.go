@@ -19,8 +19,8 @@ import (
 
 	"github.com/hindsight-dev/hindsight/config"
 	"github.com/hindsight-dev/hindsight/index"
+	"github.com/hindsight-dev/hindsight/internal/weaviatetest"
 	"github.com/hindsight-dev/hindsight/kv"
-	"github.com/hindsight-dev/hindsight/vectors/weaviate/weaviatetest"
 )
 
 // call sends a request with the key and returns status, headers and body.

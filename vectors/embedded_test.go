@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hindsight-dev/hindsight/internal/vectorstest"
 	"github.com/hindsight-dev/hindsight/vectors"
-	"github.com/hindsight-dev/hindsight/vectors/vectorstest"
 	bolt "go.etcd.io/bbolt"
 )
 

@@ -15,7 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/hindsight-dev/hindsight/vectors/openaitest"
+	"github.com/hindsight-dev/hindsight/internal/openaitest"
 )
 
 const oaiKey = "sk-test-0123456789"

@@ -16,10 +16,10 @@ import (
 	"github.com/hindsight-dev/hindsight/bench"
 	"github.com/hindsight-dev/hindsight/bench/weaviatepeer"
 	"github.com/hindsight-dev/hindsight/ingest"
+	"github.com/hindsight-dev/hindsight/internal/localweaviate"
+	"github.com/hindsight-dev/hindsight/internal/weaviatex"
 	"github.com/hindsight-dev/hindsight/kv"
 	"github.com/hindsight-dev/hindsight/vectors"
-	"github.com/hindsight-dev/hindsight/vectors/weaviate"
-	"github.com/hindsight-dev/hindsight/vectors/weaviate/localweaviate"
 )
 
 // Peer names accepted by --peers. weaviate-hybrid is shorthand for both
@@ -225,7 +225,7 @@ func openWeaviateGroup(ctx context.Context, env *peerEnv) (*weaviateGroup, error
 		}
 		g.server, url = srv, srv.URL
 	}
-	p, err := weaviatepeer.Open(ctx, weaviate.Config{URL: url, APIKey: env.weaviateKey})
+	p, err := weaviatepeer.Open(ctx, weaviatex.Config{URL: url, APIKey: env.weaviateKey}, "")
 	if err != nil {
 		if g.server != nil {
 			g.server.Stop()

@@ -16,7 +16,6 @@ import (
 
 	"github.com/hindsight-dev/hindsight/bench"
 	"github.com/hindsight-dev/hindsight/config"
-	"github.com/hindsight-dev/hindsight/ingest"
 	"github.com/hindsight-dev/hindsight/server"
 )
 
@@ -63,7 +62,7 @@ func startServer(ctx context.Context, dir string, log zerolog.Logger, base confi
 // and runs its background work (a rebuild when the index is missing, then
 // the outbox); stop ends the background work and closes it.
 func startApp(ctx context.Context, dir string, log zerolog.Logger, base config.Config, vec Vectors) (*server.Server, func(), error) {
-	cfg := config.Config{Data: dir, Limits: ingest.DefaultLimits(), Semantic: base.Semantic,
+	cfg := config.Config{Data: dir, Limits: config.Default().Limits, Semantic: base.Semantic,
 		TextIndex: base.TextIndex, WeaviateReplication: max(1, base.WeaviateReplication), WeaviateTextPrefix: base.WeaviateTextPrefix}
 	if err := vec.apply(&cfg); err != nil {
 		return nil, nil, err

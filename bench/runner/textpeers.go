@@ -22,7 +22,7 @@ import (
 	"github.com/hindsight-dev/hindsight/config"
 	"github.com/hindsight-dev/hindsight/index"
 	"github.com/hindsight-dev/hindsight/index/weaviatetext"
-	"github.com/hindsight-dev/hindsight/vectors/weaviate/localweaviate"
+	"github.com/hindsight-dev/hindsight/internal/localweaviate"
 )
 
 // Peer names of Hindsight's two full-text indexes.

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/hindsight-dev/hindsight/bench/weaviatepeer"
-	"github.com/hindsight-dev/hindsight/vectors/weaviate/weaviatetest"
+	"github.com/hindsight-dev/hindsight/internal/weaviatetest"
 )
 
 // TestRestart restarts the shared server once (about 10 seconds) and checks

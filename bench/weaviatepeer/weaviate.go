@@ -17,7 +17,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/weaviate/weaviate/entities/models"
 
-	"github.com/hindsight-dev/hindsight/vectors/weaviate"
+	"github.com/hindsight-dev/hindsight/internal/weaviatex"
 )
 
 // Peer search modes.
@@ -135,9 +135,9 @@ func splitEven(text string, n int) []string {
 //
 // A Peer is used by one goroutine at a time: Index, then Search, then Close.
 type Peer struct {
-	conn  *weaviate.Conn // its Client is nil after Close
+	conn  *weaviatex.Conn // its Client is nil after Close
 	class string
-	keep  bool // Config.Collection was given: leave it at Close
+	keep  bool // the collection was given: leave it at Close
 
 	dim     int // of the vectors indexed so far; 0 = none yet
 	settled bool
@@ -152,19 +152,21 @@ const (
 	tenantChunks = "chunks"
 )
 
-// OpenPeer connects and creates the peer's collection: Config.Collection if
+// Open connects and creates the peer's collection: collection if
 // set (dropped first if it exists: a peer run starts empty), else a fresh
 // "HindsightPeer_<random>" that Close drops again.
-func Open(ctx context.Context, cfg weaviate.Config) (*Peer, error) {
-	class := cfg.Collection
+func Open(ctx context.Context, cfg weaviatex.Config, collection string) (*Peer, error) {
+	class := collection
 	keep := class != ""
 	if !keep {
 		var b [6]byte
 		rand.Read(b[:])
 		class = "HindsightPeer_" + hex.EncodeToString(b[:])
 	}
-	cfg.Collection = class
-	c, err := weaviate.Dial(ctx, cfg)
+	if !weaviatex.ValidCollection(class) {
+		return nil, fmt.Errorf("weaviate collection %q: a name starts with an upper-case letter and has only letters, digits and _", class)
+	}
+	c, err := weaviatex.Dial(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +183,7 @@ func (p *Peer) Collection() string { return p.class }
 
 func (p *Peer) create(ctx context.Context) error {
 	s := p.conn.Client.Schema()
-	if err := s.ClassDeleter().WithClassName(p.class).Do(ctx); err != nil && !weaviate.IsStatus(err, 404) {
+	if err := s.ClassDeleter().WithClassName(p.class).Do(ctx); err != nil && !weaviatex.IsStatus(err, 404) {
 		return p.conn.Fail(ctx, "drop collection "+p.class, err)
 	}
 	yes, no := true, false
@@ -244,7 +246,7 @@ func (p *Peer) Index(ctx context.Context, docs []Doc) error {
 		if err != nil {
 			return p.conn.Fail(ctx, "index peer documents", err)
 		}
-		if err := weaviate.BatchErrors(res); err != nil {
+		if err := weaviatex.BatchErrors(res); err != nil {
 			return fmt.Errorf("index peer documents in weaviate at %s: %w", p.conn.Where, err)
 		}
 		objs = objs[n:]
@@ -287,7 +289,7 @@ func (p *Peer) Settle(ctx context.Context) error {
 	for _, tenant := range []string{tenantDocs, tenantChunks} {
 		for { // the shard loads in the background
 			var one []struct{}
-			err := p.conn.Get(ctx, p.class, fmt.Sprintf("tenant:%s, limit:1", weaviate.GQLString(tenant)), "chunk", &one)
+			err := p.conn.Get(ctx, p.class, fmt.Sprintf("tenant:%s, limit:1", weaviatex.GQLString(tenant)), "chunk", &one)
 			if err == nil {
 				break
 			}
@@ -326,7 +328,7 @@ func (p *Peer) SearchAlpha(ctx context.Context, mode, query string, queryVector 
 	switch mode {
 	case BM25:
 		tenant = tenantDocs
-		search = fmt.Sprintf(`bm25:{query:%s, properties:["text"]}`, weaviate.GQLString(query))
+		search = fmt.Sprintf(`bm25:{query:%s, properties:["text"]}`, weaviatex.GQLString(query))
 	case HybridRanked, HybridRelative:
 		if p.dim == 0 {
 			return nil, fmt.Errorf("weaviate peer: mode %s needs documents indexed with vectors", mode)
@@ -339,9 +341,9 @@ func (p *Peer) SearchAlpha(ctx context.Context, mode, query string, queryVector 
 			fusion = "relativeScoreFusion"
 		}
 		tenant = tenantChunks
-		limit = min(weaviate.MaxResults, max(100, 8*k))
+		limit = min(weaviatex.MaxResults, max(100, 8*k))
 		search = fmt.Sprintf(`hybrid:{query:%s, vector:%s, alpha:%g, fusionType:%s, properties:["text"]}`,
-			weaviate.GQLString(query), weaviate.GQLVector(queryVector), alpha, fusion)
+			weaviatex.GQLString(query), weaviatex.GQLVector(queryVector), alpha, fusion)
 	default:
 		return nil, fmt.Errorf("weaviate peer: unknown mode %q (want %s, %s or %s)", mode, BM25, HybridRanked, HybridRelative)
 	}
@@ -351,7 +353,7 @@ func (p *Peer) SearchAlpha(ctx context.Context, mode, query string, queryVector 
 	var hits []struct {
 		DocID string `json:"docId"`
 	}
-	args := fmt.Sprintf("tenant:%s, %s, limit:%d", weaviate.GQLString(tenant), search, min(limit, weaviate.MaxResults))
+	args := fmt.Sprintf("tenant:%s, %s, limit:%d", weaviatex.GQLString(tenant), search, min(limit, weaviatex.MaxResults))
 	if err := p.conn.Get(ctx, p.class, args, "docId", &hits); err != nil {
 		return nil, fmt.Errorf("weaviate peer %s: %w", mode, err)
 	}
@@ -383,7 +385,7 @@ func (p *Peer) Close() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := c.Schema().ClassDeleter().WithClassName(p.class).Do(ctx); err != nil && !weaviate.IsStatus(err, 404) {
+	if err := c.Schema().ClassDeleter().WithClassName(p.class).Do(ctx); err != nil && !weaviatex.IsStatus(err, 404) {
 		return p.conn.Fail(ctx, "drop peer collection "+p.class, err)
 	}
 	return nil

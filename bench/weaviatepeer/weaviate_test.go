@@ -10,13 +10,13 @@ import (
 	"testing"
 
 	"github.com/hindsight-dev/hindsight/bench/weaviatepeer"
-	"github.com/hindsight-dev/hindsight/vectors/weaviate"
-	"github.com/hindsight-dev/hindsight/vectors/weaviate/weaviatetest"
+	"github.com/hindsight-dev/hindsight/internal/weaviatetest"
+	"github.com/hindsight-dev/hindsight/internal/weaviatex"
 )
 
 func openPeer(t *testing.T, url string) *weaviatepeer.Peer {
 	t.Helper()
-	p, err := weaviatepeer.Open(context.Background(), weaviate.Config{URL: url})
+	p, err := weaviatepeer.Open(context.Background(), weaviatex.Config{URL: url}, "")
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}

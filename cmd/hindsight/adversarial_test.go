@@ -22,8 +22,8 @@ import (
 
 	"github.com/hindsight-dev/hindsight/accounts"
 	"github.com/hindsight-dev/hindsight/config"
+	"github.com/hindsight-dev/hindsight/internal/openaitest"
 	"github.com/hindsight-dev/hindsight/kv"
-	"github.com/hindsight-dev/hindsight/vectors/openaitest"
 )
 
 // TestAdversarial is the adversarial run of issue 25: an attacker with its

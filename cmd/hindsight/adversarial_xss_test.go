@@ -17,7 +17,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/hindsight-dev/hindsight/config"
-	"github.com/hindsight-dev/hindsight/vectors/openaitest"
+	"github.com/hindsight-dev/hindsight/internal/openaitest"
 )
 
 // The stored-XSS sub-suite: payloads go into every field the dashboard

@@ -115,18 +115,13 @@ func TestBadConfigurationIsAUsageError(t *testing.T) {
 		{map[string]string{"HINDSIGHT_MAX_BODY_BYTES": "1k"}, []string{"serve"}, "HINDSIGHT_MAX_BODY_BYTES", "at least 1024"},
 		{map[string]string{"HINDSIGHT_EMBEDDER": "bert"}, []string{"serve"}, "HINDSIGHT_EMBEDDER", "openai, local, none"},
 		{map[string]string{"HINDSIGHT_EMBEDDER": "bert"}, []string{"reembed"}, "HINDSIGHT_EMBEDDER", "openai, local, none"},
-		{map[string]string{"HINDSIGHT_RRF_K": "x"}, []string{"bench", "relevance", "--dataset", "d"}, "HINDSIGHT_RRF_K", "positive number"},
 		{nil, []string{"serve", "--rate-limit", "2OO"}, "-rate-limit", "a number of requests per second"},
 		{nil, []string{"serve", "--log-format", "xml"}, "-log-format", "console, json"},
 	} {
 		for k, v := range tc.env {
 			t.Setenv(k, v)
 		}
-		args := tc.args
-		if args[0] != "bench" {
-			args = append(args, "--data", t.TempDir())
-		}
-		_, err := runCmd(t, args...)
+		_, err := runCmd(t, append(tc.args, "--data", t.TempDir())...)
 		if err == nil || exitCode(err) != 2 || !strings.Contains(err.Error(), tc.name) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v %q: err = %v, want exit 2 naming %s and %q", tc.env, tc.args, err, tc.name, tc.want)
 		}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/hindsight-dev/hindsight/config"
+	"github.com/hindsight-dev/hindsight/server"
 )
 
 // The cluster compose file, checked without a Docker engine: three Weaviate
@@ -94,7 +95,7 @@ func TestComposeClusterFile(t *testing.T) {
 	cfg := config.Default()
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	ld := config.NewLoader(fs, config.MapEnv(env))
+	ld := config.NewLoader(fs, config.MapEnv(env), server.ConfigChecks())
 	ld.Serve(&cfg)
 	if err := fs.Parse(nil); err != nil {
 		t.Fatal(err)

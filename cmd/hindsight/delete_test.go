@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/hindsight-dev/hindsight/config"
+	"github.com/hindsight-dev/hindsight/internal/openaitest"
+	"github.com/hindsight-dev/hindsight/internal/weaviatetest"
 	"github.com/hindsight-dev/hindsight/kv"
 	"github.com/hindsight-dev/hindsight/vectors"
-	"github.com/hindsight-dev/hindsight/vectors/openaitest"
-	"github.com/hindsight-dev/hindsight/vectors/weaviate/weaviatetest"
 )
 
 // After a deletion nothing of the session can be found through any endpoint,

@@ -116,7 +116,7 @@ func parseImport(args []string, stderr io.Writer) (importConfig, error) {
 	fs.BoolVar(&c.Watch, "watch", false, "keep running and sync what the assistants write as they write it")
 	fs.StringVar(&c.State, "state", "", "with --watch: the state file (default $XDG_STATE_HOME/hindsight/import-state.json, ~/.local/state/hindsight/import-state.json)")
 	fs.DurationVar(&c.RetryMax, "retry-max", 30*time.Second, "longest wait between retries while the server is unreachable or failing")
-	ld := config.NewLoader(fs, os.LookupEnv)
+	ld := config.NewLoader(fs, os.LookupEnv, server.ConfigChecks())
 	ld.Client(&c.Config)
 	ld.Redact(&c.Config)
 	pos, err := parse(fs, args)

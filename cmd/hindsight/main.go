@@ -1,11 +1,13 @@
 // Command hindsight keeps coding-assistant sessions and makes them searchable:
 // it serves the REST API and dashboard (serve), manages users and API keys,
-// rebuilds derived data, and runs the benchmarks. main only wires signals to
-// run, which is what the tests call.
+// rebuilds derived data, and starts the benchmarks (a binary of their own,
+// hindsight-bench). main only wires signals to run, which is what the tests
+// call.
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -26,7 +28,10 @@ func main() {
 		os.Exit(130)
 	}()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "hindsight:", err)
+		var ce *childExit
+		if !errors.As(err, &ce) { // hindsight-bench printed its own error
+			fmt.Fprintln(os.Stderr, "hindsight:", err)
+		}
 		os.Exit(exitCode(err))
 	}
 }

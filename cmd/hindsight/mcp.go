@@ -21,7 +21,7 @@ func cmdMCP(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	cfg := config.Default()
 	cfg.LogLevel = "warn" // stderr of an assistant's child process: quiet unless asked
 	fs := newFlags("mcp", "mcp [--server URL] [--key KEY]", stderr)
-	ld := config.NewLoader(fs, os.LookupEnv)
+	ld := config.NewLoader(fs, os.LookupEnv, config.Checks{})
 	ld.Client(&cfg)
 	ld.LogLevel(&cfg)
 	pos, err := parse(fs, args)

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 
-	"github.com/hindsight-dev/hindsight/bench/runner"
 	"github.com/hindsight-dev/hindsight/config"
 	"github.com/hindsight-dev/hindsight/server"
 )
@@ -24,7 +23,7 @@ Usage:
   hindsight backup --out FILE [--data DIR]                              hot backup of the records (works while serving)
   hindsight restore FILE --data DIR                                     restore a backup into an empty directory
   hindsight redact [--data DIR] [--dry-run]                              redact secrets in stored sessions (works while serving)
-  hindsight bench  relevance|load|ingest [flags]                        benchmarks (see: hindsight bench)
+  hindsight bench  relevance|load|ingest|... [flags]                    benchmarks: runs hindsight-bench (see: hindsight bench help)
   hindsight import [AGENT [PATH]] [--dry-run] [--server URL] [--key KEY] upload assistants' local history, keeping its dates
   hindsight mcp    (env HINDSIGHT_URL, HINDSIGHT_API_KEY)               MCP server on stdin/stdout for coding assistants
   hindsight healthcheck [--addr A]                                      exit 0 if the server answers /health (container HEALTHCHECK)
@@ -123,13 +122,16 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// exitCode is the process's exit status for err: 2 for a mistake in the
-// command line or the configuration, else 1.
+// exitCode is the process's exit status for err: hindsight-bench's own for
+// a bench, 2 for a mistake in the command line or the configuration, else 1.
 func exitCode(err error) int {
 	var ue *usageError
 	var ce *config.Error
-	var fe *runner.FlagError
-	if errors.As(err, &ue) || errors.As(err, &ce) || errors.As(err, &fe) {
+	var child *childExit
+	switch {
+	case errors.As(err, &child):
+		return child.code
+	case errors.As(err, &ue) || errors.As(err, &ce):
 		return 2
 	}
 	return 1
@@ -139,7 +141,7 @@ func exitCode(err error) int {
 // returns the positional arguments. A malformed flag or environment
 // variable is a usage error naming it.
 func loadFlags(fs *flag.FlagSet, args []string, bind func(*config.Loader)) ([]string, error) {
-	ld := config.NewLoader(fs, os.LookupEnv)
+	ld := config.NewLoader(fs, os.LookupEnv, server.ConfigChecks())
 	bind(ld)
 	pos, err := parse(fs, args)
 	if err != nil {

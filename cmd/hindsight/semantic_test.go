@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/hindsight-dev/hindsight/config"
+	"github.com/hindsight-dev/hindsight/internal/openaitest"
 	"github.com/hindsight-dev/hindsight/server"
-	"github.com/hindsight-dev/hindsight/vectors/openaitest"
 )
 
 // openaiApp is an app whose embedder is the OpenAI-compatible server on loopback.

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/hindsight-dev/hindsight/config"
-	"github.com/hindsight-dev/hindsight/vectors/openaitest"
+	"github.com/hindsight-dev/hindsight/internal/openaitest"
 )
 
 // The real importer against a real server: a session deleted on the server

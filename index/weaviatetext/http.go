@@ -10,20 +10,9 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/hindsight-dev/hindsight/internal/weaviatex"
 )
-
-// statusError is a reply of the server with a status outside 2xx.
-type statusError struct {
-	code int
-	msg  string
-}
-
-func (e *statusError) Error() string { return fmt.Sprintf("status %d: %s", e.code, e.msg) }
-
-func isStatus(err error, code int) bool {
-	var se *statusError
-	return errors.As(err, &se) && se.code == code
-}
 
 // do sends one request to the server and decodes a JSON reply into out (nil:
 // discard). Requests are plain REST rather than the Go client's builders:
@@ -66,7 +55,7 @@ func (ix *Index) do(ctx context.Context, method, path string, q url.Values, body
 		return fmt.Errorf("%w: weaviate at %s: read reply: %v", ErrUnavailable, ix.where, err)
 	}
 	if resp.StatusCode/100 != 2 {
-		se := &statusError{code: resp.StatusCode, msg: strings.TrimSpace(string(raw[:min(len(raw), 2000)]))}
+		se := &weaviatex.StatusError{Code: resp.StatusCode, Msg: strings.TrimSpace(string(raw[:min(len(raw), 2000)]))}
 		if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
 			return fmt.Errorf("%w: weaviate at %s: %w", ErrUnavailable, ix.where, se)
 		}

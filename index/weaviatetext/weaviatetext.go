@@ -13,9 +13,9 @@
 // # Layout
 //
 // Two collections (default HindsightTextSession and HindsightTextChunk),
-// each multi-tenant with one tenant per user (the tenant names of
-// vectors/weaviate), created automatically by the first write. Objects carry
-// the analyser's output, not the text: terms (identifier parts, stems, no
+// each multi-tenant with one tenant per user (weaviatex.TenantOf, as
+// vectors/weaviate names them), created automatically by the first
+// write. Objects carry the analyser's output, not the text: terms (identifier parts, stems, no
 // stop words) joined by spaces, in properties with "whitespace"
 // tokenization, so Weaviate's BM25 scores exactly the terms Bleve would.
 // Queries are analysed the same way. A session object's scored property
@@ -66,7 +66,7 @@
 // then checked on the records' text (Source) with index's analyser, within
 // the title or one message as in Bleve; exclusions of one word are a
 // ContainsNone filter, longer ones are checked the same way. When the
-// check would need more than one query returns (weaviate.MaxResults
+// check would need more than one query returns (weaviatex.MaxResults
 // candidates), the search returns what passed with index.ErrPartial.
 // Snippets and matchedIn are computed from the records with
 // index's snippet code. Both score textbook BM25 over analyser tokens
@@ -90,14 +90,11 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha1"
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -109,7 +106,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hindsight-dev/hindsight/index"
-	"github.com/hindsight-dev/hindsight/vectors/weaviate"
+	"github.com/hindsight-dev/hindsight/internal/weaviatex"
 )
 
 // ErrUnavailable is index.ErrUnavailable, wrapped by every error that
@@ -169,8 +166,6 @@ type Index struct {
 	closed atomic.Bool
 }
 
-var collectionName = regexp.MustCompile(`^[A-Z][_0-9A-Za-z]*$`)
-
 // Open returns the index. It does not need the server to answer: the
 // server is checked (version) and the collections created at the first
 // request, and every request until that succeeds fails with
@@ -182,7 +177,7 @@ func Open(cfg Config, src Source) (*Index, error) {
 		return nil, fmt.Errorf("weaviate text index: URL %q: want http(s)://host:port with no path or credentials", u.Redacted())
 	}
 	prefix := cmp.Or(cfg.Prefix, DefaultPrefix)
-	if !collectionName.MatchString(prefix) {
+	if !weaviatex.ValidCollection(prefix) {
 		return nil, fmt.Errorf("weaviate text index: prefix %q: a collection name starts with an upper-case letter and has only letters, digits and _", prefix)
 	}
 	if cfg.Replication < 0 {
@@ -234,10 +229,10 @@ func (ix *Index) ensure(ctx context.Context) error {
 	if ix.ready {
 		return nil
 	}
-	// weaviate.Dial checks the URL, that the server answers ready and its
+	// weaviatex.Dial checks the URL, that the server answers ready and its
 	// version (1.25 or later: automatic tenants), with the messages the
 	// vector store gives.
-	c, err := weaviate.Dial(ctx, weaviate.Config{URL: ix.cfg.URL, APIKey: ix.cfg.APIKey, Timeout: ix.http.Timeout})
+	c, err := weaviatex.Dial(ctx, weaviatex.Config{URL: ix.cfg.URL, APIKey: ix.cfg.APIKey, Timeout: ix.http.Timeout})
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -314,12 +309,12 @@ func (ix *Index) createIfMissing(ctx context.Context, class string) error {
 			return fmt.Errorf("weaviate at %s: collection %s exists but was not created by Hindsight's text index; choose another prefix or drop it", ix.where, class)
 		}
 		return nil
-	case !isStatus(err, http.StatusNotFound):
+	case !weaviatex.IsStatus(err, http.StatusNotFound):
 		return err
 	}
 	if err := ix.do(ctx, http.MethodPost, "/v1/schema", nil, ix.schema(class), nil); err != nil {
 		// Another process may have created it meanwhile.
-		if isStatus(err, http.StatusUnprocessableEntity) && strings.Contains(err.Error(), "already exists") {
+		if weaviatex.IsStatus(err, http.StatusUnprocessableEntity) && strings.Contains(err.Error(), "already exists") {
 			return nil
 		}
 		return fmt.Errorf("create collection %s: %w", class, err)
@@ -344,7 +339,7 @@ func (ix *Index) Drop(ctx context.Context) error {
 	ix.ready = false
 	ix.mu.Unlock()
 	for _, class := range []string{ix.sessions, ix.chunks} {
-		if err := ix.do(ctx, http.MethodDelete, "/v1/schema/"+class, nil, nil, nil); err != nil && !isStatus(err, http.StatusNotFound) {
+		if err := ix.do(ctx, http.MethodDelete, "/v1/schema/"+class, nil, nil, nil); err != nil && !weaviatex.IsStatus(err, http.StatusNotFound) {
 			return fmt.Errorf("drop collection %s: %w", class, err)
 		}
 	}
@@ -365,21 +360,6 @@ func objectID(kind byte, userID, sid string, ord int) string {
 	b = append(b, sid...)
 	b = binary.BigEndian.AppendUint32(b, uint32(ord))
 	return uuid.NewHash(sha1.New(), idSpace, b, 5).String()
-}
-
-// tenantName matches the user ids Weaviate accepts as tenant names as they
-// are.
-var tenantName = regexp.MustCompile(`^[A-Za-z0-9-]{1,64}$`)
-
-// tenantOf maps a user id to its tenant as vectors/weaviate does: the id
-// itself when Weaviate accepts it, else "h_" and 40 hex digits of its
-// SHA-256.
-func tenantOf(userID string) string {
-	if tenantName.MatchString(userID) {
-		return userID
-	}
-	sum := sha256.Sum256([]byte(userID))
-	return "h_" + hex.EncodeToString(sum[:20])
 }
 
 // sessionTerms is the scored text of a session document as Bleve mode
@@ -450,7 +430,7 @@ func (ix *Index) PutSessions(ctx context.Context, sessions []index.Session) erro
 	}
 	objs := make([]object, 0, len(ss))
 	for _, s := range ss {
-		objs = append(objs, object{Class: ix.sessions, ID: objectID('s', s.UserID, s.SessionID, 0), Tenant: tenantOf(s.UserID),
+		objs = append(objs, object{Class: ix.sessions, ID: objectID('s', s.UserID, s.SessionID, 0), Tenant: weaviatex.TenantOf(s.UserID),
 			Properties: map[string]any{"sessionId": s.SessionID, "text": ix.sessionTerms(s)}})
 	}
 	return ix.putObjects(ctx, objs)
@@ -471,7 +451,7 @@ func (ix *Index) PutChunks(ctx context.Context, sessions []index.Session) error 
 	var objs []object
 	stale := map[string][]any{} // tenant -> filters of chunks to remove
 	for _, s := range ss {
-		t := tenantOf(s.UserID)
+		t := weaviatex.TenantOf(s.UserID)
 		top := -1
 		for _, c := range s.Chunks {
 			top = max(top, c.Ordinal)
@@ -573,7 +553,7 @@ func (ix *Index) deleteWhere(ctx context.Context, class, tenant string, where ma
 		body := map[string]any{"match": map[string]any{"class": class, "where": where}, "output": "minimal"}
 		err := ix.do(ctx, http.MethodDelete, "/v1/batch/objects", q, body, &res)
 		if err != nil {
-			if se := (*statusError)(nil); errors.As(err, &se) && se.code < 500 && isTenantMissing(se.msg) {
+			if se := (*weaviatex.StatusError)(nil); errors.As(err, &se) && se.Code < 500 && isTenantMissing(se.Msg) {
 				return nil
 			}
 			return err
@@ -605,7 +585,7 @@ func (ix *Index) Delete(ctx context.Context, userID string, sessionIDs []string)
 	if err := ix.ensure(ctx); err != nil {
 		return err
 	}
-	t := tenantOf(userID)
+	t := weaviatex.TenantOf(userID)
 	for part := range slices.Chunk(ids, 1000) {
 		w := map[string]any{"path": []string{"sessionId"}, "operator": "ContainsAny", "valueTextArray": part}
 		for _, class := range []string{ix.sessions, ix.chunks} {
@@ -638,7 +618,7 @@ func (ix *Index) Count(ctx context.Context) (sessions, chunks uint64, err error)
 					Count uint64 `json:"count"`
 				} `json:"meta"`
 			}
-			q := fmt.Sprintf("{Aggregate{%s(tenant:%s){meta{count}}}}", class, weaviate.GQLString(t.Name))
+			q := fmt.Sprintf("{Aggregate{%s(tenant:%s){meta{count}}}}", class, weaviatex.GQLString(t.Name))
 			if err := ix.graphQL(ctx, "Aggregate", class, q, &got); err != nil {
 				return 0, err
 			}
@@ -690,12 +670,12 @@ func (ix *Index) Search(ctx context.Context, q index.Query) ([]index.Hit, error)
 	// than asked and widen until enough pass or the candidates run out.
 	fetch := max(limit, minFetch)
 	if check {
-		fetch = min(max(4*limit, minFetch), weaviate.MaxResults)
+		fetch = min(max(4*limit, minFetch), weaviatex.MaxResults)
 	}
-	tenant := tenantOf(q.UserID)
+	tenant := weaviatex.TenantOf(q.UserID)
 	for {
 		args := fmt.Sprintf(`tenant:%s, bm25:{query:%s, properties:["text"]}, limit:%d`,
-			weaviate.GQLString(tenant), weaviate.GQLString(strings.Join(pq.Terms(), " ")), fetch)
+			weaviatex.GQLString(tenant), weaviatex.GQLString(strings.Join(pq.Terms(), " ")), fetch)
 		if ix.cfg.Replication > 1 {
 			// GraphQL has the argument only for replicated collections.
 			args += ", consistencyLevel:" + consistency
@@ -735,7 +715,7 @@ func (ix *Index) Search(ctx context.Context, q index.Query) ([]index.Hit, error)
 				return nil, err
 			}
 		}
-		if len(hits) >= limit || ranOut || fetch >= weaviate.MaxResults {
+		if len(hits) >= limit || ranOut || fetch >= weaviatex.MaxResults {
 			index.SortHits(hits)
 			hits = hits[:min(limit, len(hits))]
 			if check && len(hits) < limit && !ranOut {
@@ -744,7 +724,7 @@ func (ix *Index) Search(ctx context.Context, q index.Query) ([]index.Hit, error)
 			}
 			return hits, nil
 		}
-		fetch = min(4*fetch, weaviate.MaxResults)
+		fetch = min(4*fetch, weaviatex.MaxResults)
 	}
 }
 
@@ -793,7 +773,7 @@ func filters(pq index.ParsedQuery) (string, bool) {
 func gqlList(ss []string) string {
 	q := make([]string, len(ss))
 	for i, s := range ss {
-		q[i] = weaviate.GQLString(s)
+		q[i] = weaviatex.GQLString(s)
 	}
 	return "[" + strings.Join(q, ",") + "]"
 }
@@ -871,7 +851,7 @@ func (ix *Index) Settle(ctx context.Context) error {
 		for _, t := range tenants {
 			for { // the shard loads in the background
 				var one []struct{}
-				q := fmt.Sprintf("{Get{%s(tenant:%s, limit:1){sessionId}}}", class, weaviate.GQLString(t.Name))
+				q := fmt.Sprintf("{Get{%s(tenant:%s, limit:1){sessionId}}}", class, weaviatex.GQLString(t.Name))
 				err := ix.graphQL(ctx, "Get", class, q, &one)
 				if err == nil {
 					break

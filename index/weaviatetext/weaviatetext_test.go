@@ -14,7 +14,7 @@ import (
 
 	"github.com/hindsight-dev/hindsight/index"
 	"github.com/hindsight-dev/hindsight/index/weaviatetext"
-	"github.com/hindsight-dev/hindsight/vectors/weaviate/weaviatetest"
+	"github.com/hindsight-dev/hindsight/internal/weaviatetest"
 )
 
 func TestMain(m *testing.M) { weaviatetest.Main(m) }

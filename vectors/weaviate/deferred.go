@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/hindsight-dev/hindsight/internal/retry"
+	"github.com/hindsight-dev/hindsight/internal/weaviatex"
 	"github.com/hindsight-dev/hindsight/vectors"
 )
 
@@ -71,7 +72,7 @@ func OpenDeferred(ctx context.Context, cfg Config, opts DeferredOptions) (*Defer
 	if opts.MaxBackoff <= 0 {
 		opts.MaxBackoff = 30 * time.Second
 	}
-	d := &Deferred{cfg: cfg, opts: opts, where: redactURL(cfg.URL), done: make(chan struct{})}
+	d := &Deferred{cfg: cfg, opts: opts, where: weaviatex.RedactURL(cfg.URL), done: make(chan struct{})}
 	first, cancel := context.WithTimeout(ctx, opts.FirstTimeout)
 	st, err := d.open(first)
 	cancel()
@@ -96,7 +97,7 @@ func OpenDeferred(ctx context.Context, cfg Config, opts DeferredOptions) (*Defer
 // unreachable reports whether err is the server not answering (as opposed
 // to answering with something we refuse).
 func unreachable(err error) bool {
-	var nr *notReadyError
+	var nr *weaviatex.NotReadyError
 	return errors.As(err, &nr) || errors.Is(err, context.DeadlineExceeded)
 }
 

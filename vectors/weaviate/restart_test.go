@@ -9,9 +9,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/hindsight-dev/hindsight/internal/weaviatetest"
 	"github.com/hindsight-dev/hindsight/vectors"
 	"github.com/hindsight-dev/hindsight/vectors/weaviate"
-	"github.com/hindsight-dev/hindsight/vectors/weaviate/weaviatetest"
 )
 
 // TestRestart restarts the shared server once (about 10 seconds) and checks

@@ -1,11 +1,11 @@
 // Package weaviate keeps Hindsight's chunk vectors in a Weaviate server: a
-// [vectors.Store] for deployments that outgrow the embedded store, and a
-// [Peer] that runs Weaviate's own BM25 and hybrid search for the relevance
-// bench.
+// [vectors.Store] for deployments that outgrow the embedded store. The
+// connection, GraphQL quoting and tenant naming it shares with the text
+// index and the bench's peer are in internal/weaviatex.
 //
 // It is a package of its own because weaviate-go-client brings gRPC, the
-// go-openapi stack and Weaviate's entity packages with it: only
-// cmd/hindsight and tests import it, never the packages below cmd.
+// go-openapi stack and Weaviate's entity packages with it: server wires it
+// in, package vectors and the pipeline never import it.
 //
 // # Layout
 //
@@ -14,7 +14,7 @@
 // activation), so a user's vectors live in a shard of their own and no
 // query can reach another user's. The tenant is the user id itself (1 to 64
 // of [A-Za-z0-9-], as Hindsight's ids are), else "h_" and 40 hex digits of
-// its SHA-256. Vectorizer none; HNSW with cosine
+// its SHA-256 (weaviatex.TenantOf). Vectorizer none; HNSW with cosine
 // distance. Each object is one chunk vector with the properties
 //
 //	sessionId  text, tokenization "field" (the whole id), filterable
@@ -72,34 +72,23 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha1"
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash/maphash"
 	"maps"
-	"net/url"
-	"reflect"
-	"regexp"
-	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/go-openapi/strfmt"
 	"github.com/google/uuid"
 	wv "github.com/weaviate/weaviate-go-client/v4/weaviate"
-	"github.com/weaviate/weaviate-go-client/v4/weaviate/connection"
-	"github.com/weaviate/weaviate-go-client/v4/weaviate/fault"
 	"github.com/weaviate/weaviate-go-client/v4/weaviate/filters"
-	"github.com/weaviate/weaviate-go-client/v4/weaviate/grpc"
 	"github.com/weaviate/weaviate/entities/models"
 
+	"github.com/hindsight-dev/hindsight/internal/weaviatex"
 	"github.com/hindsight-dev/hindsight/vectors"
 )
 
@@ -127,12 +116,6 @@ type Config struct {
 
 const (
 	consistency = "QUORUM"
-	// maxResults is Weaviate's default QUERY_MAXIMUM_RESULTS: the most
-	// objects one query (limit + offset) or one batch delete may touch.
-	maxResults = 10000
-	// readyTimeout bounds Open's first request, so a server that does not
-	// answer (a wrong host, a dropped packet) fails fast.
-	readyTimeout = 10 * time.Second
 	// metaPrefix starts the description of a collection this package
 	// created; the model and dimension follow as JSON.
 	metaPrefix = "Hindsight chunk vectors; meta: "
@@ -142,11 +125,10 @@ const (
 // tests can make paging happen with few objects).
 var pageSize = 5000
 
-var collectionName = regexp.MustCompile(`^[A-Z][_0-9A-Za-z]*$`)
-
 // Store is a vectors.Store in Weaviate. See the package documentation.
 type Store struct {
-	client *wv.Client
+	conn   *weaviatex.Conn
+	client *wv.Client // conn.Client
 	class  string
 	where  string // the URL, for errors
 
@@ -175,11 +157,11 @@ type meta struct {
 // created by this package.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
 	class := cmp.Or(cfg.Collection, DefaultCollection)
-	client, where, err := connect(ctx, cfg, class)
+	conn, err := connect(ctx, cfg, class)
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{client: client, class: class, where: where, seed: maphash.MakeSeed()}
+	s := &Store{conn: conn, client: conn.Client, class: class, where: conn.Where, seed: maphash.MakeSeed()}
 	m, err := s.readMeta(ctx)
 	if err != nil {
 		s.release()
@@ -189,100 +171,28 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	return s, nil
 }
 
-// connect makes a client for cfg and checks that the server answers and is
-// recent enough. where is the URL without credentials, for messages.
-func connect(ctx context.Context, cfg Config, class string) (client *wv.Client, where string, err error) {
-	u, err := url.Parse(cfg.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || strings.Trim(u.Path, "/") != "" {
-		return nil, "", fmt.Errorf("weaviate URL %q: want http(s)://host:port with no path or credentials", redactURL(cfg.URL))
+// connect checks cfg and class, then dials the server (see weaviatex.Dial).
+func connect(ctx context.Context, cfg Config, class string) (*weaviatex.Conn, error) {
+	if _, err := weaviatex.CheckURL(cfg.URL); err != nil {
+		return nil, err
 	}
-	where = u.Scheme + "://" + u.Host
-	if !collectionName.MatchString(class) {
-		return nil, "", fmt.Errorf("weaviate collection %q: a name starts with an upper-case letter and has only letters, digits and _", class)
+	if !weaviatex.ValidCollection(class) {
+		return nil, fmt.Errorf("weaviate collection %q: a name starts with an upper-case letter and has only letters, digits and _", class)
 	}
-	wcfg := wv.Config{Host: u.Host, Scheme: u.Scheme, Timeout: cfg.Timeout}
-	if cfg.APIKey != "" {
-		// The header auth.ApiKey would add, set directly: with an
-		// AuthConfig, NewClient makes a second connection whose finalizer
-		// (see release) cannot be removed.
-		wcfg.Headers = map[string]string{"Authorization": "Bearer " + cfg.APIKey}
-	}
-	if cfg.GRPCAddr != "" {
-		if u.Scheme == "https" {
-			return nil, "", errors.New("weaviate: GRPCAddr with an https URL is refused: the client does not verify the gRPC server's certificate; leave GRPCAddr empty to write over REST")
-		}
-		wcfg.GrpcConfig = &grpc.Config{Host: cfg.GRPCAddr}
-	}
-	client, err = wv.NewClient(wcfg) // StartupTimeout 0: no waiting, no request yet
-	if err != nil {
-		return nil, "", fmt.Errorf("weaviate at %s: %w", where, err)
-	}
-	if err := checkServer(ctx, client, where); err != nil {
-		release(client)
-		return nil, "", err
-	}
-	return client, where, nil
+	return weaviatex.Dial(ctx, cfg.conn())
 }
 
-// redactURL drops a password from a URL for messages.
-func redactURL(raw string) string {
-	if u, err := url.Parse(raw); err == nil {
-		return u.Redacted()
-	}
-	return "(unparsable)"
+// conn is the connection part of cfg.
+func (cfg Config) conn() weaviatex.Config {
+	return weaviatex.Config{URL: cfg.URL, APIKey: cfg.APIKey, GRPCAddr: cfg.GRPCAddr, Timeout: cfg.Timeout}
 }
-
-// checkServer fails with a message naming the URL when the server does not
-// answer or is too old for automatic tenants.
-func checkServer(ctx context.Context, client *wv.Client, where string) error {
-	probe, cancel := context.WithTimeout(ctx, readyTimeout)
-	defer cancel()
-	ready, err := client.Misc().ReadyChecker().Do(probe)
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return &notReadyError{fmt.Errorf("weaviate at %s does not answer (%v): check the URL and that the server is running and reachable from here", where, unwrapClient(err))}
-	}
-	if !ready {
-		return &notReadyError{fmt.Errorf("weaviate at %s answers but is not ready (/v1/.well-known/ready): wait for it to finish starting, or check its log", where)}
-	}
-	m, err := client.Misc().MetaGetter().Do(ctx)
-	if err != nil {
-		return failAt(ctx, where, "read server version", err)
-	}
-	if !versionAtLeast(m.Version, 1, 25) {
-		return fmt.Errorf("weaviate at %s is version %s; Hindsight needs 1.25 or later (automatic tenant creation)", where, m.Version)
-	}
-	return nil
-}
-
-// notReadyError: the server did not answer, or is still starting; it may
-// later (OpenDeferred keeps trying).
-type notReadyError struct{ err error }
-
-func (e *notReadyError) Error() string { return e.err.Error() }
-func (e *notReadyError) Unwrap() error { return e.err }
 
 func collectionOf(cfg Config) string { return cmp.Or(cfg.Collection, DefaultCollection) }
-
-func versionAtLeast(v string, major, minor int) bool {
-	parts := strings.SplitN(strings.TrimPrefix(v, "v"), ".", 3)
-	if len(parts) < 2 {
-		return false
-	}
-	ma, err1 := strconv.Atoi(parts[0])
-	mi, err2 := strconv.Atoi(parts[1])
-	if err1 != nil || err2 != nil {
-		return false
-	}
-	return ma > major || ma == major && mi >= minor
-}
 
 // readMeta reads the recorded model from the collection's description.
 func (s *Store) readMeta(ctx context.Context) (meta, error) {
 	c, err := s.client.Schema().ClassGetter().WithClassName(s.class).Do(ctx)
-	if isStatus(err, 404) {
+	if weaviatex.IsStatus(err, 404) {
 		return meta{}, nil
 	}
 	if err != nil {
@@ -312,26 +222,11 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// release lets the client's connection be collected. weaviate-go-client
-// v4.16.1 sets a finalizer on its REST connection that sends on an
-// unbuffered channel nobody receives from (unless an OIDC token refresher
-// runs), which would block the runtime's finalizer goroutine, and with it
-// every later finalizer in the process, once a closed client is collected.
-// The client has no Close, so remove that finalizer here
-// (TestCloseLetsFinalizersRun notices when a client upgrade breaks this).
+// release lets the client be collected (see weaviatex.Conn.Close for why
+// that matters even though no connection stays open).
 func (s *Store) release() {
-	release(s.client)
+	s.conn.Close()
 	s.client = nil
-}
-
-func release(client *wv.Client) {
-	if client == nil {
-		return
-	}
-	f := reflect.ValueOf(client).Elem().FieldByName("connection")
-	if f.IsValid() && f.Kind() == reflect.Pointer && !f.IsNil() {
-		runtime.SetFinalizer((*connection.Connection)(unsafe.Pointer(f.Pointer())), nil)
-	}
 }
 
 // Where is the server's URL (scheme and host; no credentials).
@@ -421,7 +316,7 @@ func (s *Store) Reset(ctx context.Context) error {
 
 func (s *Store) dropCollection(ctx context.Context) error {
 	err := s.client.Schema().ClassDeleter().WithClassName(s.class).Do(ctx)
-	if err != nil && !isStatus(err, 404) {
+	if err != nil && !weaviatex.IsStatus(err, 404) {
 		return s.fail(ctx, "drop collection "+s.class, err)
 	}
 	return nil
@@ -460,7 +355,7 @@ func (s *Store) holdsVectors(ctx context.Context) (bool, error) {
 		return false, s.fail(ctx, "list tenants", err)
 	}
 	for _, t := range tenants {
-		objs, err := s.get(ctx, fmt.Sprintf("tenant:%s, limit:1", gqlString(t.Name)), "_additional{id}")
+		objs, err := s.get(ctx, fmt.Sprintf("tenant:%s, limit:1", weaviatex.GQLString(t.Name)), "_additional{id}")
 		if err != nil {
 			return false, fmt.Errorf("tenant %s: %w", t.Name, err)
 		}
@@ -522,7 +417,7 @@ func (s *Store) write(ctx context.Context, userID string, sessions map[string][]
 	mu.Lock()
 	defer mu.Unlock()
 
-	tenant := tenantOf(userID)
+	tenant := weaviatex.TenantOf(userID)
 	stored, err := s.list(ctx, tenant, slices.Sorted(maps.Keys(rows)))
 	if err != nil {
 		return err
@@ -583,21 +478,6 @@ func objectID(userID, sid string, ord int) strfmt.UUID {
 	return strfmt.UUID(uuid.NewHash(sha1.New(), idSpace, b, 5).String())
 }
 
-// tenantName matches the user ids Weaviate accepts as tenant names as they
-// are (Hindsight's are 16 characters of [a-z0-9]).
-var tenantName = regexp.MustCompile(`^[A-Za-z0-9-]{1,64}$`)
-
-// tenantOf maps a user id to its tenant: the id itself when Weaviate accepts
-// it as a tenant name, else "h_" and the first 40 hex digits of its SHA-256
-// (the underscore keeps the two forms apart).
-func tenantOf(userID string) string {
-	if tenantName.MatchString(userID) {
-		return userID
-	}
-	sum := sha256.Sum256([]byte(userID))
-	return "h_" + hex.EncodeToString(sum[:20])
-}
-
 // putObjects writes objects in batches sized to about 4 MB of JSON.
 func (s *Store) putObjects(ctx context.Context, objs []*models.Object) error {
 	per := max(20, min(1000, 4_000_000/(12*max(1, s.dim))))
@@ -607,32 +487,12 @@ func (s *Store) putObjects(ctx context.Context, objs []*models.Object) error {
 		if err != nil {
 			return s.fail(ctx, "write vectors", err)
 		}
-		if err := batchErrors(res); err != nil {
+		if err := weaviatex.BatchErrors(res); err != nil {
 			return fmt.Errorf("write vectors to weaviate at %s: %w", s.where, err)
 		}
 		objs = objs[n:]
 	}
 	return nil
-}
-
-// batchErrors collects the per-object errors of a batch reply.
-func batchErrors(res []models.ObjectsGetResponse) error {
-	var errs []error
-	for _, r := range res {
-		if r.Result == nil || r.Result.Errors == nil {
-			continue
-		}
-		for _, e := range r.Result.Errors.Error {
-			if e != nil {
-				errs = append(errs, fmt.Errorf("object %s: %s", r.ID, e.Message))
-			}
-		}
-		if len(errs) >= 5 {
-			errs = append(errs, errors.New("..."))
-			break
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // deleteIDs removes objects of one tenant by id.
@@ -670,7 +530,7 @@ func (s *Store) Hashes(ctx context.Context, userID, sessionID string) (map[int]s
 	if s.dim == 0 {
 		return map[int]string{}, nil
 	}
-	got, err := s.list(ctx, tenantOf(userID), []string{sessionID})
+	got, err := s.list(ctx, weaviatex.TenantOf(userID), []string{sessionID})
 	if err != nil {
 		return nil, fmt.Errorf("read vector hashes: %w", err)
 	}
@@ -705,7 +565,7 @@ func (s *Store) list(ctx context.Context, tenant string, sids []string) (map[str
 			for _, sid := range chunk {
 				only[sid] = true
 			}
-			objs, err := s.get(ctx, fmt.Sprintf("tenant:%s, where:%s, limit:%d", gqlString(tenant), whereSessions(chunk), pageSize), fields)
+			objs, err := s.get(ctx, fmt.Sprintf("tenant:%s, where:%s, limit:%d", weaviatex.GQLString(tenant), whereSessions(chunk), pageSize), fields)
 			if err != nil {
 				return s.missingTenant(ctx, tenant, out, err)
 			}
@@ -735,7 +595,7 @@ func (s *Store) pageSession(ctx context.Context, tenant, sid string, fn func([]o
 	after := -1
 	for {
 		where := fmt.Sprintf(`{operator:And, operands:[%s, {path:["ordinal"], operator:GreaterThan, valueInt:%d}]}`, whereSessions([]string{sid}), after)
-		objs, err := s.get(ctx, fmt.Sprintf(`tenant:%s, where:%s, sort:[{path:["ordinal"], order:asc}], limit:%d`, gqlString(tenant), where, pageSize), "sessionId ordinal textHash")
+		objs, err := s.get(ctx, fmt.Sprintf(`tenant:%s, where:%s, sort:[{path:["ordinal"], order:asc}], limit:%d`, weaviatex.GQLString(tenant), where, pageSize), "sessionId ordinal textHash")
 		if err != nil {
 			return err
 		}
@@ -750,11 +610,11 @@ func (s *Store) pageSession(ctx context.Context, tenant, sid string, fn func([]o
 // whereSessions is a GraphQL where filter matching the given session ids.
 func whereSessions(sids []string) string {
 	if len(sids) == 1 {
-		return fmt.Sprintf(`{path:["sessionId"], operator:Equal, valueText:%s}`, gqlString(sids[0]))
+		return fmt.Sprintf(`{path:["sessionId"], operator:Equal, valueText:%s}`, weaviatex.GQLString(sids[0]))
 	}
 	quoted := make([]string, len(sids))
 	for i, sid := range sids {
-		quoted[i] = gqlString(sid)
+		quoted[i] = weaviatex.GQLString(sid)
 	}
 	return fmt.Sprintf(`{path:["sessionId"], operator:ContainsAny, valueText:[%s]}`, strings.Join(quoted, ","))
 }
@@ -793,8 +653,8 @@ func (s *Store) Nearest(ctx context.Context, userID string, q []float32, k int) 
 	if err != nil {
 		return nil, fmt.Errorf("nearest: query: %w", err)
 	}
-	tenant := tenantOf(userID)
-	args := fmt.Sprintf("tenant:%s, nearVector:{vector:%s}, limit:%d", gqlString(tenant), gqlVector(qn), min(k, maxResults))
+	tenant := weaviatex.TenantOf(userID)
+	args := fmt.Sprintf("tenant:%s, nearVector:{vector:%s}, limit:%d", weaviatex.GQLString(tenant), weaviatex.GQLVector(qn), min(k, weaviatex.MaxResults))
 	objs, err := s.get(ctx, args, "sessionId ordinal _additional{distance}")
 	if err != nil {
 		if _, err := s.missingTenant(ctx, tenant, nil, err); err != nil {
@@ -834,87 +694,12 @@ func (s *Store) get(ctx context.Context, args, fields string) ([]object, error) 
 }
 
 func (s *Store) getInto(ctx context.Context, class, args, fields string, into any) error {
-	return graphQLGet(ctx, s.client, s.where, class, args, fields, into)
-}
-
-// graphQLGet runs {Get{<class>(<args>){<fields>}}} and decodes the list of
-// objects into into. Queries are written here rather than with the client's
-// builders because those quote strings with Go's %q, whose \x and \U escapes
-// GraphQL does not read; gqlString quotes as JSON, which it does.
-func graphQLGet(ctx context.Context, client *wv.Client, where, class, args, fields string, into any) error {
-	q := fmt.Sprintf("{Get{%s(%s){%s}}}", class, args, fields)
-	resp, err := client.GraphQL().Raw().WithQuery(q).Do(ctx)
-	if err != nil {
-		return failAt(ctx, where, "query", err)
-	}
-	if len(resp.Errors) > 0 {
-		msgs := make([]string, 0, len(resp.Errors))
-		for _, e := range resp.Errors {
-			msgs = append(msgs, e.Message)
-		}
-		return fmt.Errorf("query weaviate at %s: %s", where, strings.Join(msgs, "; "))
-	}
-	get, ok := resp.Data["Get"].(map[string]any)
-	if !ok {
-		return fmt.Errorf("query weaviate at %s: reply without Get", where)
-	}
-	raw, err := json.Marshal(get[class])
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(raw, into); err != nil {
-		return fmt.Errorf("query weaviate at %s: decode reply: %w", where, err)
-	}
-	return nil
-}
-
-// gqlString quotes s as a GraphQL string (JSON escapes are GraphQL's).
-func gqlString(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
-}
-
-// gqlVector formats v as a GraphQL list of floats, each with the shortest
-// decimal that reads back as the same float32.
-func gqlVector(v []float32) string {
-	b := make([]byte, 0, len(v)*12)
-	b = append(b, '[')
-	for i, x := range v {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendFloat(b, float64(x), 'g', -1, 32)
-	}
-	return string(append(b, ']'))
+	return s.conn.Get(ctx, class, args, fields, into)
 }
 
 // fail wraps an error of the client with the operation and the URL, and
 // returns ctx's error instead when ctx ended (the client's errors do not
 // unwrap to it).
 func (s *Store) fail(ctx context.Context, op string, err error) error {
-	return failAt(ctx, s.where, op, err)
-}
-
-func failAt(ctx context.Context, where, op string, err error) error {
-	if cerr := ctx.Err(); cerr != nil {
-		return fmt.Errorf("%s: %w", op, cerr)
-	}
-	return fmt.Errorf("%s in weaviate at %s: %v", op, where, unwrapClient(err))
-}
-
-// unwrapClient returns the informative part of a client error.
-func unwrapClient(err error) error {
-	var ce *fault.WeaviateClientError
-	if errors.As(err, &ce) {
-		if ce.DerivedFromError != nil {
-			return unwrapClient(ce.DerivedFromError)
-		}
-		return fmt.Errorf("status %d: %s", ce.StatusCode, strings.TrimSpace(ce.Msg))
-	}
-	return err
-}
-
-func isStatus(err error, code int) bool {
-	var ce *fault.WeaviateClientError
-	return errors.As(err, &ce) && ce.StatusCode == code
+	return weaviatex.FailAt(ctx, s.where, op, err)
 }

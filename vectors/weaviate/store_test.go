@@ -18,10 +18,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hindsight-dev/hindsight/internal/vectorstest"
+	"github.com/hindsight-dev/hindsight/internal/weaviatetest"
 	"github.com/hindsight-dev/hindsight/vectors"
-	"github.com/hindsight-dev/hindsight/vectors/vectorstest"
 	"github.com/hindsight-dev/hindsight/vectors/weaviate"
-	"github.com/hindsight-dev/hindsight/vectors/weaviate/weaviatetest"
 )
 
 // One weaviate-server for the package; each test keeps to collections of

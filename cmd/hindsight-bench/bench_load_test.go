@@ -20,7 +20,7 @@ func TestBenchLoadGrow(t *testing.T) {
 	defer cancel()
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
-	err := run(ctx, []string{"bench", "load", "--grow", "60,120", "--messages", "6", "--users", "3", "--queries", "20",
+	err := run(ctx, []string{"load", "--grow", "60,120", "--messages", "6", "--users", "3", "--queries", "20",
 		"--concurrency", "4", "--out", out, "--json"}, &stdout, &stderr)
 	if err != nil {
 		t.Fatalf("bench load: %v\n%s", err, stderr.String())
@@ -96,7 +96,7 @@ func TestBenchLoadGrow(t *testing.T) {
 	// Same seed, same traffic: a second run ingests the same number of
 	// messages.
 	stdout.Reset()
-	if err := run(ctx, []string{"bench", "load", "--sessions", "60", "--messages", "6", "--users", "3", "--queries", "5",
+	if err := run(ctx, []string{"load", "--sessions", "60", "--messages", "6", "--users", "3", "--queries", "5",
 		"--skip-rebuild", "--json"}, &stdout, &stderr); err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestBenchIngestReportsIndexLag(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
-	err := run(ctx, []string{"bench", "ingest", "--batch-messages", "1200", "--batch-size", "200", "--singles", "300",
+	err := run(ctx, []string{"ingest", "--batch-messages", "1200", "--batch-size", "200", "--singles", "300",
 		"--concurrency", "4", "--dir", t.TempDir(), "--json"}, &stdout, &stderr)
 	if err != nil {
 		t.Fatalf("bench ingest: %v\n%s", err, stderr.String())

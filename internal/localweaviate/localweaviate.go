@@ -4,7 +4,7 @@
 // machine. [Launch] starts it and [Server.Stop] stops it. The tests' helpers
 // (a shared server per test package, skipping without a binary) are in
 // package weaviatetest, which wraps this one; this package does not import
-// testing, so the hindsight binary can link it.
+// testing, so a binary (hindsight-bench) can link it.
 //
 // # Finding the binary
 //

@@ -18,9 +18,9 @@ import (
 	"github.com/hindsight-dev/hindsight/config"
 	"github.com/hindsight-dev/hindsight/index"
 	"github.com/hindsight-dev/hindsight/ingest"
+	"github.com/hindsight-dev/hindsight/internal/weaviatetest"
 	"github.com/hindsight-dev/hindsight/kv"
 	"github.com/hindsight-dev/hindsight/vectors"
-	"github.com/hindsight-dev/hindsight/vectors/weaviate/weaviatetest"
 )
 
 // datasetsDir finds ../shared/datasets from the repository root, or
@@ -183,7 +183,7 @@ func TestBenchRelevanceSlice(t *testing.T) {
 	out := t.TempDir()
 
 	var stdout, stderr bytes.Buffer
-	err := run(ctx, []string{"bench", "relevance", "--dataset", ds, "--max-docs", sliceDocs, "--max-queries", sliceQueries,
+	err := run(ctx, []string{"relevance", "--dataset", ds, "--max-docs", sliceDocs, "--max-queries", sliceQueries,
 		"--embedder", "none", "--peers", "sqlite-fts5", "--sweep", "title.boost=1,3", "--out", out, "--json"}, &stdout, &stderr)
 	if err != nil {
 		t.Fatalf("bench relevance: %v\n%s", err, stderr.String())
@@ -251,7 +251,7 @@ func TestBenchRelevanceSlice(t *testing.T) {
 	out2 := t.TempDir()
 	stdout.Reset()
 	stderr.Reset()
-	err = run(ctx, []string{"bench", "relevance", "--dataset", ds, "--max-docs", sliceDocs, "--max-queries", sliceQueries,
+	err = run(ctx, []string{"relevance", "--dataset", ds, "--max-docs", sliceDocs, "--max-queries", sliceQueries,
 		"--embedder", "none", "--peers", "none", "--baseline", filepath.Join(out, "result.json"), "--out", out2}, &stdout, &stderr)
 	if err != nil {
 		t.Fatalf("bench relevance --baseline: %v\n%s", err, stderr.String())
@@ -297,7 +297,7 @@ func TestBenchRelevanceSemantic(t *testing.T) {
 	cacheDir := t.TempDir()
 	cache := filepath.Join(cacheDir, "scifact-train.db") // one file per dataset
 	var stdout, stderr bytes.Buffer
-	err := run(ctx, []string{"bench", "relevance", "--dataset", ds, "--max-docs", "20", "--max-queries", "5",
+	err := run(ctx, []string{"relevance", "--dataset", ds, "--max-docs", "20", "--max-queries", "5",
 		"--embedder", "local", "--modes", "fulltext,semantic,hybrid", "--peers", "sqlite-fts5",
 		"--sweep", "rrf.k=5,60", "--embed-cache", cacheDir, "--out", out, "--json"}, &stdout, &stderr)
 	if err != nil {
@@ -322,7 +322,7 @@ func TestBenchRelevanceSemantic(t *testing.T) {
 		t.Errorf("first run: embedding cache = %q, want nothing reused", r.Settings["embedding cache"])
 	}
 	stdout.Reset()
-	err = run(ctx, []string{"bench", "relevance", "--dataset", ds, "--max-docs", "20", "--max-queries", "5",
+	err = run(ctx, []string{"relevance", "--dataset", ds, "--max-docs", "20", "--max-queries", "5",
 		"--embedder", "local", "--modes", "semantic", "--peers", "none", "--embed-cache", cacheDir, "--out", t.TempDir(), "--json"}, &stdout, &stderr)
 	if err != nil {
 		t.Fatalf("second run: %v\n%s", err, stderr.String())
@@ -346,7 +346,7 @@ func TestBenchRelevanceSemantic(t *testing.T) {
 	}
 	defer held.Close()
 	stderr.Reset()
-	err = run(ctx, []string{"bench", "relevance", "--dataset", ds, "--max-docs", "20", "--max-queries", "5",
+	err = run(ctx, []string{"relevance", "--dataset", ds, "--max-docs", "20", "--max-queries", "5",
 		"--embedder", "local", "--modes", "semantic", "--peers", "none", "--embed-cache", cacheDir, "--out", t.TempDir(), "--json"}, &stdout, &stderr)
 	if !errors.Is(err, vectors.ErrCacheInUse) || !strings.Contains(err.Error(), cache) || !strings.Contains(err.Error(), "--embed-cache") {
 		t.Errorf("run on a held cache: err = %v, want ErrCacheInUse naming %s and --embed-cache", err, cache)
@@ -381,7 +381,7 @@ func TestBenchRelevanceWeaviate(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
-	err := run(ctx, append([]string{"bench", "relevance", "--dataset", ds, "--out", t.TempDir(), "--json"}, args...), &stdout, &stderr)
+	err := run(ctx, append([]string{"relevance", "--dataset", ds, "--out", t.TempDir(), "--json"}, args...), &stdout, &stderr)
 	if err != nil {
 		t.Fatalf("bench relevance with Weaviate peers: %v\n%s", err, stderr.String())
 	}
@@ -460,15 +460,15 @@ func TestBenchRelevanceRefusals(t *testing.T) {
 	dir := filepath.Join("..", "..", "bench", "testdata", "tiny")
 	ctx := context.Background()
 	var stderr bytes.Buffer
-	err := run(ctx, []string{"bench", "relevance", "--dataset", dir, "--embedder", "none", "--sweep", "rrf.k=10,60", "--json"}, &bytes.Buffer{}, &stderr)
+	err := run(ctx, []string{"relevance", "--dataset", dir, "--embedder", "none", "--sweep", "rrf.k=10,60", "--json"}, &bytes.Buffer{}, &stderr)
 	if err == nil || !strings.Contains(err.Error(), "only changes hybrid ranking") {
 		t.Errorf("rrf.k sweep on fulltext: err = %v", err)
 	}
-	err = run(ctx, []string{"bench", "relevance", "--dataset", dir, "--embedder", "none", "--peers", "weaviate-hybrid", "--json"}, &bytes.Buffer{}, &stderr)
+	err = run(ctx, []string{"relevance", "--dataset", dir, "--embedder", "none", "--peers", "weaviate-hybrid", "--json"}, &bytes.Buffer{}, &stderr)
 	if err == nil || !strings.Contains(err.Error(), "need an embedder") {
 		t.Errorf("weaviate hybrid peer without an embedder: err = %v", err)
 	}
-	err = run(ctx, []string{"bench", "relevance", "--dataset", dir, "--embedder", "none", "--modes", "semantic", "--json"}, &bytes.Buffer{}, &stderr)
+	err = run(ctx, []string{"relevance", "--dataset", dir, "--embedder", "none", "--modes", "semantic", "--json"}, &bytes.Buffer{}, &stderr)
 	if err == nil || !strings.Contains(err.Error(), "needs an embedder") {
 		t.Errorf("semantic without an embedder: err = %v", err)
 	}

@@ -16,9 +16,9 @@ import (
 )
 
 // TestBenchImport runs bench import on a small generated history of every
-// format and on the real transcripts, with this test binary as the
-// hindsight it runs (TestMain re-runs main). It asserts the shape of the
-// result and that every generated message arrived, never a timing.
+// format and on the real transcripts, with a hindsight built from this
+// checkout as the hindsight it runs (hindsightBin). It asserts the shape of
+// the result and that every generated message arrived, never a timing.
 func TestBenchImport(t *testing.T) {
 	src := transcriptsDir(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -26,7 +26,7 @@ func TestBenchImport(t *testing.T) {
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	c := runner.ImportConfig{Size: 512 << 10, Seed: 3, Transcripts: src, Out: out, JSON: true, Command: "test",
-		Self: []string{os.Args[0], "-test.run=^$", "--"}, Env: []string{"HINDSIGHT_TEST_RUN_MAIN=1"}, Dir: t.TempDir()}
+		Self: []string{hindsightBin(t)}, Dir: t.TempDir()}
 	if err := runner.Import(ctx, c, &stdout, &stderr); err != nil {
 		t.Fatalf("bench import: %v\n%s", err, stderr.String())
 	}

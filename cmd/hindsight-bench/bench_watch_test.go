@@ -14,9 +14,9 @@ import (
 	"github.com/hindsight-dev/hindsight/bench/runner"
 )
 
-// TestBenchWatch runs a small bench watch with this test binary as the
-// hindsight whose import --watch it runs (TestMain re-runs main). It
-// asserts that every appended message was found and the shape of the
+// TestBenchWatch runs a small bench watch with a hindsight built from this
+// checkout as the hindsight whose import --watch it runs (hindsightBin).
+// It asserts that every appended message was found and the shape of the
 // result, never a delay.
 func TestBenchWatch(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -24,7 +24,7 @@ func TestBenchWatch(t *testing.T) {
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	c := runner.WatchConfig{Messages: 24, PerAgent: 2, MinInterval: 10 * time.Millisecond, MaxInterval: 60 * time.Millisecond, Seed: 5,
-		Out: out, JSON: true, Command: "test", Self: []string{os.Args[0], "-test.run=^$", "--"}, Env: []string{"HINDSIGHT_TEST_RUN_MAIN=1"}, Dir: t.TempDir()}
+		Out: out, JSON: true, Command: "test", Self: []string{hindsightBin(t)}, Dir: t.TempDir()}
 	if err := runner.Watch(ctx, c, &stdout, &stderr); err != nil {
 		t.Fatalf("bench watch: %v\n%s", err, stderr.String())
 	}

@@ -27,7 +27,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/hindsight-dev/hindsight/vectors/weaviate/localweaviate"
+	"github.com/hindsight-dev/hindsight/internal/localweaviate"
 )
 
 // Environment variables: the binary (read by localweaviate.Binary) and

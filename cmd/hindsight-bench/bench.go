@@ -1,0 +1,432 @@
+// hindsight bench measures Hindsight: relevance (ranking quality and its
+// cost on a labelled dataset, next to peer systems), load (cost as
+// generated data grows), ingest (write throughput), redact, import, watch
+// and embed. This file parses their flags; package bench/runner runs them.
+
+package main
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hindsight-dev/hindsight/bench"
+	"github.com/hindsight-dev/hindsight/bench/runner"
+	"github.com/hindsight-dev/hindsight/config"
+	"github.com/hindsight-dev/hindsight/ranking"
+)
+
+const benchUsage = `bench relevance --dataset DIR [--modes fulltext,semantic,hybrid] [--embedder auto|none|local|openai]
+                       [--store embedded|weaviate] [--text-index bleve|weaviate]
+                       [--peers sqlite-fts5,weaviate-bm25,weaviate-hybrid,hindsight-bleve,hindsight-weaviate]
+                       [--sweep rrf.k=10,30,60 --sweep depth=20,50,100 --sweep title.boost=1,2,4] [--sweep-mode M]
+                       [--baseline result.json] [--max-docs N] [--max-queries N] [--split NAME] [--out DIR] [--json]
+       bench load      [--sessions N | --grow 10000,30000,100000] [--messages M] [--concurrency C] [--users U]
+                       [--store embedded|weaviate] [--text-index bleve|weaviate|both] [--out DIR] [--json]
+       bench ingest    [--batch-messages N] [--batch-size N] [--singles N] [--concurrency C] [--seed S] [--json]
+       bench redact    [--datasets DIR] [--labels FILE] [--seed S] [--per-kind N] [--ingest-messages N] [--rounds R] [--out DIR] [--json]
+       bench import    [--size 1GB] [--formats claude-code,codex] [--transcripts DIR|none] [--seed S] [--out DIR] [--json]
+       bench watch     [--messages 600] [--sessions-per-agent 3] [--interval 100ms-500ms] [--seed S] [--out DIR] [--json]
+       bench embed     [--windows 256] [--rounds 5] [--seed S] [--out DIR] [--json]
+
+See bench/README.md: bring your own data, what each metric means, comparing two commits.`
+
+func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "Usage: hindsight "+benchUsage)
+		return &usageError{"bench needs a subcommand: relevance, load, ingest, redact, import, watch or embed"}
+	}
+	// The semantic settings (model directory, OpenAI key, WEAVIATE_URL...)
+	// come from the environment, as for serve.
+	cfg := config.Default()
+	switch args[0] {
+	case "ingest":
+		c, err := parseBenchIngest(args[1:], stderr)
+		if err != nil {
+			return err
+		}
+		return runner.Ingest(ctx, c, stdout, stderr)
+	case "redact":
+		c, err := parseBenchRedact(args[1:], stderr)
+		if err != nil {
+			return err
+		}
+		return runner.Redact(ctx, c, stdout, stderr)
+	case "relevance":
+		c, err := parseBenchRelevance(args[1:], &cfg, stderr)
+		if err != nil {
+			return err
+		}
+		return runner.Relevance(ctx, cfg, c, stdout, stderr)
+	case "load":
+		c, err := parseBenchLoad(args[1:], &cfg, stderr)
+		if err != nil {
+			return err
+		}
+		return runner.Load(ctx, cfg, c, stdout, stderr)
+	case "import":
+		c, err := parseBenchImport(args[1:], stderr)
+		if err != nil {
+			return err
+		}
+		exe, err := hindsightBinary()
+		if err != nil {
+			return fmt.Errorf("bench import: %w", err)
+		}
+		c.Self = []string{exe}
+		return runner.Import(ctx, c, stdout, stderr)
+	case "embed":
+		c, err := parseBenchEmbed(args[1:], cfg, stderr)
+		if err != nil {
+			return err
+		}
+		return runner.Embed(ctx, c, stdout, stderr)
+	case "watch":
+		c, err := parseBenchWatch(args[1:], stderr)
+		if err != nil {
+			return err
+		}
+		exe, err := hindsightBinary()
+		if err != nil {
+			return fmt.Errorf("bench watch: %w", err)
+		}
+		c.Self = []string{exe}
+		return runner.Watch(ctx, c, stdout, stderr)
+	}
+	fmt.Fprintln(stderr, "Usage: hindsight "+benchUsage)
+	return &usageError{fmt.Sprintf("unknown bench %q (relevance, load, ingest, redact, import, watch or embed)", args[0])}
+}
+
+func parseBenchRelevance(args []string, cfg *config.Config, stderr io.Writer) (runner.RelevanceConfig, error) {
+	var c runner.RelevanceConfig
+	fs := newFlags("bench relevance", "bench relevance --dataset DIR [flags]", stderr)
+	ld := config.NewLoader(fs, os.LookupEnv, config.Checks{})
+	ld.Semantic(cfg)
+	fs.StringVar(&c.Dataset, "dataset", "", "BEIR-layout directory: corpus.jsonl[.gz], queries.jsonl, qrels/*.tsv (required)")
+	modes := fs.String("modes", "", "comma-separated Hindsight modes: fulltext, semantic, hybrid, context (the sessions /api/context picks, by their best chunk) "+
+		"(default: fulltext, plus semantic and hybrid when an embedder is configured)")
+	peers := fs.String("peers", bench.FTS5Name, "comma-separated peers run on the same documents: "+strings.Join(runner.KnownPeers, ", ")+
+		", or none; the Weaviate peers use WEAVIATE_URL, else start the pinned weaviate-server (make weaviate)")
+	fs.StringVar(&c.Vectors.Embedder, "embedder", cmp.Or(cfg.Semantic.Embedder, "auto"), "embedder for semantic and hybrid: auto (as serve chooses), none, local, openai (env HINDSIGHT_EMBEDDER)")
+	fs.StringVar(&c.Vectors.Store, "store", "embedded", "Hindsight's vector store: embedded or weaviate (needs WEAVIATE_URL)")
+	fs.Var(runner.SweepFlag{Params: &c.Sweeps}, "sweep", "sweep a setting over values, e.g. rrf.k=10,30,60 (repeatable: the grid is every combination); sweepable: depth, rrf.k, rrf.w, fusion (rrf, minmax, zscore), title.boost")
+	fs.StringVar(&c.SweepMode, "sweep-mode", "", "mode the sweep measures (default: hybrid when an embedder is configured, else fulltext)")
+	fs.IntVar(&c.SweepLimit, "sweep-limit", 20, "results per query during the sweep (the API's default page); per-leg depths below it have no effect")
+	fs.StringVar(&c.Baseline, "baseline", "", "result.json of an earlier run: print per-mode deltas with paired significance")
+	fs.StringVar(&c.Split, "split", "", "qrels file to use (test, dev, train...); default: test, then dev, then train")
+	fs.IntVar(&c.MaxDocs, "max-docs", 0, "use a slice of at most N documents holding every judged document of the kept queries (0 = all)")
+	fs.IntVar(&c.MaxQueries, "max-queries", 0, "use at most N queries (0 = all)")
+	fs.StringVar(&c.Via, "via", "inprocess", "run Hindsight's queries in-process (ranking engine) or over HTTP (full API path)")
+	fs.StringVar(&c.TextIndex, "text-index", "bleve", "the server's full-text index: bleve, or weaviate (WEAVIATE_URL, else the pinned server; adds the peer hindsight-bleve)")
+	fs.StringVar(&c.Out, "out", "", "directory for report.md, charts, result.json and perquery.jsonl (default: a new temp dir, printed)")
+	fs.BoolVar(&c.JSON, "json", false, "print only the JSON result (no table, no progress)")
+	fs.Uint64Var(&c.Seed, "seed", 1, "seed of the randomisation tests")
+	fs.DurationVar(&c.QueryTimeout, "query-timeout", bench.DefaultQueryTimeout,
+		"time limit of one query: a peer's query past it scores 0, one of Hindsight's modes ends the run (raise it on a busy machine)")
+	embedCache := fs.String("embed-cache", filepath.Join(".cache", "embeddings"),
+		"directory keeping the embedded windows by model and text across runs, one file per dataset (DIR/<dataset>.db), so a second run "+
+			"does not embed the corpus again (none: no cache)")
+	sessionScores := fs.String("session-score", "", "experiment: also measure the full-text ranking with its best sessions re-scored from their chunks, "+
+		"one mode fulltext:VARIANT each, comma-separated: "+strings.Join(runner.SessionScores, ", "))
+	pos, err := parse(fs, args)
+	if err != nil {
+		return c, err
+	}
+	if err := ld.Err(); err != nil {
+		return c, &usageError{err.Error()}
+	}
+	if len(pos) > 0 {
+		return c, &usageError{fmt.Sprintf("bench relevance takes no arguments, got %q", pos)}
+	}
+	if c.Dataset == "" {
+		return c, &usageError{"--dataset is required"}
+	}
+	if c.Via != "inprocess" && c.Via != "http" {
+		return c, &usageError{"--via must be inprocess or http"}
+	}
+	if c.TextIndex != "bleve" && c.TextIndex != "weaviate" {
+		return c, &usageError{"--text-index must be bleve or weaviate"}
+	}
+	if c.MaxDocs < 0 || c.MaxQueries < 0 {
+		return c, &usageError{"--max-docs and --max-queries must not be negative"}
+	}
+	if c.QueryTimeout <= 0 {
+		return c, &usageError{"--query-timeout must be positive"}
+	}
+	if c.SweepLimit < 10 {
+		return c, &usageError{"--sweep-limit must be at least 10 (nDCG@10 needs 10 results)"}
+	}
+	if err := c.Vectors.Validate(); err != nil {
+		return c, &usageError{err.Error()}
+	}
+	if strings.TrimSpace(*modes) != "" {
+		for _, m := range strings.Split(*modes, ",") {
+			m = strings.TrimSpace(m)
+			if _, err := ranking.ParseMode(m); (err != nil && m != runner.ModeContext) || m == "" {
+				return c, &usageError{fmt.Sprintf("unknown mode %q (fulltext, semantic, hybrid, context)", m)}
+			}
+			if !slices.Contains(c.Modes, m) {
+				c.Modes = append(c.Modes, m)
+			}
+		}
+	}
+	if c.SweepMode != "" {
+		if _, err := ranking.ParseMode(c.SweepMode); err != nil {
+			return c, &usageError{fmt.Sprintf("--sweep-mode: unknown mode %q", c.SweepMode)}
+		}
+	}
+	if c.Peers, err = runner.ParsePeers(*peers); err != nil {
+		return c, &usageError{err.Error()}
+	}
+	if *embedCache != "none" {
+		abs, err := filepath.Abs(c.Dataset)
+		if err != nil {
+			return c, &usageError{fmt.Sprintf("--dataset %s: %v", c.Dataset, err)}
+		}
+		c.EmbedCache = filepath.Join(*embedCache, filepath.Base(abs)+".db")
+	}
+	if c.SessionScores, err = runner.ParseSessionScores(*sessionScores); err != nil {
+		return c, &usageError{"--session-score: " + err.Error()}
+	}
+	c.Command = runner.CommandLine(append([]string{"hindsight", "bench", "relevance"}, args...))
+	return c, nil
+}
+
+func parseBenchLoad(args []string, cfg *config.Config, stderr io.Writer) (runner.LoadConfig, error) {
+	c := runner.LoadConfig{Command: runner.CommandLine(append([]string{"hindsight", "bench", "load"}, args...))}
+	fs := newFlags("bench load", "bench load --sessions N [flags]", stderr)
+	ld := config.NewLoader(fs, os.LookupEnv, config.Checks{})
+	ld.Semantic(cfg)
+	sessions := fs.Int("sessions", 10_000, "sessions to generate")
+	fs.IntVar(&c.Messages, "messages", 20, "mean messages per session (long-tailed)")
+	fs.IntVar(&c.Concurrency, "concurrency", 8, "concurrent sync clients")
+	fs.IntVar(&c.Users, "users", 4, "users the sessions are spread over")
+	fs.IntVar(&c.Queries, "queries", 300, "queries per mode and path")
+	fs.Uint64Var(&c.Seed, "seed", 1, "generator seed (same seed, same sessions)")
+	grow := fs.String("grow", "", "comma-separated sizes to measure in turn, e.g. 10000,30000,100000,300000 (overrides --sessions)")
+	modes := fs.String("modes", "fulltext", "search modes to time: fulltext, semantic, hybrid (the last two need --embedder)")
+	fs.StringVar(&c.Vectors.Embedder, "embedder", "none", "embedder: none, local, openai or auto; embedding a large generated set takes long (the offline model embeds a few dozen windows a second)")
+	fs.StringVar(&c.Vectors.Store, "store", "embedded", "vector store: embedded or weaviate (needs WEAVIATE_URL)")
+	fs.BoolVar(&c.SkipRebuild, "skip-rebuild", false, "do not time a full index rebuild at each step")
+	fs.BoolVar(&c.Restore, "restore", false, "after the last step, time a hot backup, a restore and a server start until /ready")
+	fs.StringVar(&c.TextIndex, "text-index", "bleve", "the server's full-text index: bleve, weaviate (WEAVIATE_URL, else the pinned server), or both (Bleve, then Weaviate)")
+	fs.BoolVar(&c.JSON, "json", false, "print only JSON")
+	fs.StringVar(&c.Out, "out", "", "directory for report.md, growth charts and result.json")
+	if _, err := parse(fs, args); err != nil {
+		return c, err
+	}
+	if err := ld.Err(); err != nil {
+		return c, &usageError{err.Error()}
+	}
+	c.Sizes = []int{*sessions}
+	if *grow != "" {
+		c.Sizes = nil
+		for _, f := range strings.Split(*grow, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n <= 0 || (len(c.Sizes) > 0 && n <= c.Sizes[len(c.Sizes)-1]) {
+				return c, &usageError{"--grow takes increasing positive sizes, e.g. 10000,30000,100000"}
+			}
+			c.Sizes = append(c.Sizes, n)
+		}
+	}
+	if c.Users < 1 {
+		return c, &usageError{"--users must be at least 1"}
+	}
+	if c.TextIndex != "bleve" && c.TextIndex != "weaviate" && c.TextIndex != "both" {
+		return c, &usageError{"--text-index must be bleve, weaviate or both"}
+	}
+	if err := c.Vectors.Validate(); err != nil {
+		return c, &usageError{err.Error()}
+	}
+	for _, m := range strings.Split(*modes, ",") {
+		m = strings.TrimSpace(m)
+		if _, err := ranking.ParseMode(m); err != nil {
+			return c, &usageError{err.Error()}
+		}
+		c.Modes = append(c.Modes, m)
+	}
+	return c, nil
+}
+
+func parseBenchIngest(args []string, stderr io.Writer) (runner.IngestConfig, error) {
+	var c runner.IngestConfig
+	fs := newFlags("bench ingest", benchUsage, stderr)
+	fs.IntVar(&c.BatchMessages, "batch-messages", 50_000, "messages sent in the batch phase")
+	fs.IntVar(&c.BatchSize, "batch-size", 500, "messages per /sync/batch")
+	fs.IntVar(&c.Singles, "singles", 20_000, "single-message POSTs in the single phase")
+	fs.IntVar(&c.Concurrency, "concurrency", 32, "concurrent clients in the single phase")
+	fs.Uint64Var(&c.Seed, "seed", 1, "generator seed (same seed, same traffic)")
+	fs.BoolVar(&c.JSON, "json", false, "print one JSON object instead of the table and progress")
+	fs.StringVar(&c.Dir, "dir", "", "scratch directory on the disk to measure (default: a temp dir)")
+	_, err := parse(fs, args)
+	return c, err
+}
+
+func parseBenchRedact(args []string, stderr io.Writer) (runner.RedactConfig, error) {
+	c := runner.RedactConfig{Command: runner.CommandLine(append([]string{"hindsight", "bench", "redact"}, args...))}
+	fs := newFlags("bench redact", benchUsage, stderr)
+	datasets := "../shared/datasets"
+	if d, ok := os.LookupEnv("HINDSIGHT_DATASETS"); ok && d != "" {
+		datasets = d
+	}
+	fs.StringVar(&c.Datasets, "datasets", datasets, "directory holding coding-sessions, cosqa-dev and scifact-train (the clean corpora) and transcripts (held out) (env HINDSIGHT_DATASETS)")
+	fs.StringVar(&c.Labels, "labels", "bench/testdata/redact/clean-labels.tsv", "findings in the clean corpora that are credentials they really hold (corpus, sha256, label, note; tab-separated)")
+	fs.Uint64Var(&c.Seed, "seed", 1, "seed of the generated secret corpus")
+	fs.IntVar(&c.PerKind, "per-kind", 20, "generated samples per kind of secret")
+	fs.IntVar(&c.IngestMessages, "ingest-messages", 50_000, "messages in each batch-ingest run")
+	fs.IntVar(&c.Rounds, "rounds", 2, "batch-ingest runs with redaction off and with it on, alternated")
+	fs.StringVar(&c.Out, "out", "", "directory for report.md and result.json")
+	fs.BoolVar(&c.JSON, "json", false, "print only the JSON result")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return c, err
+	}
+	if len(pos) > 0 {
+		return c, &usageError{fmt.Sprintf("bench redact takes no arguments, got %q", pos)}
+	}
+	if c.PerKind < 1 || c.Rounds < 1 || c.IngestMessages < 500 {
+		return c, &usageError{"--per-kind and --rounds must be at least 1, --ingest-messages at least 500"}
+	}
+	return c, nil
+}
+
+func parseBenchImport(args []string, stderr io.Writer) (runner.ImportConfig, error) {
+	c := runner.ImportConfig{Command: runner.CommandLine(append([]string{"hindsight", "bench", "import"}, args...))}
+	fs := newFlags("bench import", "bench import [flags]", stderr)
+	size := fs.String("size", "1GB", "generated history per format: a number of bytes with KB, MB or GB (binary units)")
+	formats := fs.String("formats", "", "comma-separated formats to generate (default: all of "+strings.Join(historyAgents(), ", ")+")")
+	fs.StringVar(&c.Transcripts, "transcripts", "", "the real transcripts (a directory with manifest.tsv; default $HINDSIGHT_DATASETS/transcripts or ../shared/datasets/transcripts when there); none to skip")
+	fs.Uint64Var(&c.Seed, "seed", 1, "generator seed (same seed, same history)")
+	fs.StringVar(&c.Dir, "dir", "", "scratch directory for the histories and the server's data (default: a temp dir; needs about twice --size per format)")
+	fs.StringVar(&c.Out, "out", "", "directory for report.md and result.json")
+	fs.BoolVar(&c.JSON, "json", false, "print only JSON")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return c, err
+	}
+	if len(pos) > 0 {
+		return c, &usageError{fmt.Sprintf("bench import takes no arguments, got %q", pos)}
+	}
+	if c.Size, err = parseBytes(*size); err != nil || c.Size <= 0 {
+		return c, &usageError{fmt.Sprintf("--size %q: want a positive number of bytes, e.g. 200MB or 1GB", *size)}
+	}
+	for _, f := range strings.Split(*formats, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			if !slices.Contains(historyAgents(), f) {
+				return c, &usageError{fmt.Sprintf("--formats: no generator for %q (%s)", f, strings.Join(historyAgents(), ", "))}
+			}
+			c.Formats = append(c.Formats, f)
+		}
+	}
+	switch c.Transcripts {
+	case "none":
+		c.Transcripts = ""
+	case "":
+		d := filepath.Join("..", "shared", "datasets", "transcripts")
+		if ds := os.Getenv("HINDSIGHT_DATASETS"); ds != "" {
+			d = filepath.Join(ds, "transcripts")
+		}
+		if _, err := os.Stat(filepath.Join(d, "manifest.tsv")); err == nil {
+			c.Transcripts = d
+		}
+	default:
+		if _, err := os.Stat(filepath.Join(c.Transcripts, "manifest.tsv")); err != nil {
+			return c, &usageError{fmt.Sprintf("--transcripts %s: no manifest.tsv there", c.Transcripts)}
+		}
+	}
+	return c, nil
+}
+
+func parseBenchEmbed(args []string, cfg config.Config, stderr io.Writer) (runner.EmbedConfig, error) {
+	c := runner.EmbedConfig{Command: runner.CommandLine(append([]string{"hindsight", "bench", "embed"}, args...))}
+	fs := newFlags("bench embed", benchUsage, stderr)
+	modelDir := cfg.Semantic.ModelDir
+	if d, ok := os.LookupEnv("HINDSIGHT_MODEL_DIR"); ok && d != "" {
+		modelDir = d
+	}
+	fs.StringVar(&c.ModelDir, "model-dir", modelDir, "the offline model's directory (env HINDSIGHT_MODEL_DIR; `make model` fetches it)")
+	fs.IntVar(&c.Windows, "windows", 256, "windows (of the model's 128 tokens) embedded per round")
+	fs.IntVar(&c.Rounds, "rounds", 5, "rounds of every setting, alternated; the report gives medians")
+	fs.Uint64Var(&c.Seed, "seed", 1, "seed of the generated text and matrices")
+	fs.StringVar(&c.Out, "out", "", "directory for report.md and result.json")
+	fs.BoolVar(&c.JSON, "json", false, "print only the JSON result")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return c, err
+	}
+	if len(pos) > 0 {
+		return c, &usageError{fmt.Sprintf("bench embed takes no arguments, got %q", pos)}
+	}
+	if c.Windows < 1 || c.Rounds < 1 {
+		return c, &usageError{"--windows and --rounds must be at least 1"}
+	}
+	return c, nil
+}
+
+func parseBenchWatch(args []string, stderr io.Writer) (runner.WatchConfig, error) {
+	c := runner.WatchConfig{Command: runner.CommandLine(append([]string{"hindsight", "bench", "watch"}, args...))}
+	fs := newFlags("bench watch", "bench watch [flags]", stderr)
+	fs.IntVar(&c.Messages, "messages", 600, "messages appended (at least 1)")
+	fs.IntVar(&c.PerAgent, "sessions-per-agent", 3, "sessions of each agent (Claude Code, Codex) appended to")
+	interval := fs.String("interval", "100ms-500ms", "appends are this far apart, uniformly: MIN-MAX")
+	fs.Uint64Var(&c.Seed, "seed", 1, "seed of the writers' pace and choice of session")
+	fs.StringVar(&c.Dir, "dir", "", "scratch directory for the home and the server's data (default: a temp dir)")
+	fs.StringVar(&c.Out, "out", "", "directory for report.md and result.json")
+	fs.BoolVar(&c.JSON, "json", false, "print only JSON")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return c, err
+	}
+	if len(pos) > 0 {
+		return c, &usageError{fmt.Sprintf("bench watch takes no arguments, got %q", pos)}
+	}
+	lo, hi, ok := strings.Cut(*interval, "-")
+	if ok {
+		c.MinInterval, err = time.ParseDuration(lo)
+		if err == nil {
+			c.MaxInterval, err = time.ParseDuration(hi)
+		}
+	}
+	if !ok || err != nil || c.MinInterval <= 0 || c.MaxInterval < c.MinInterval {
+		return c, &usageError{fmt.Sprintf("--interval %q: want MIN-MAX durations, e.g. 100ms-500ms", *interval)}
+	}
+	if c.Messages < 1 || c.PerAgent < 1 {
+		return c, &usageError{"--messages and --sessions-per-agent must be at least 1"}
+	}
+	return c, nil
+}
+
+func historyAgents() []string {
+	var out []string
+	for _, f := range bench.HistoryFormats() {
+		out = append(out, f.Agent)
+	}
+	return out
+}
+
+// parseBytes reads 512, 64KB, 200MB or 1GB (binary units).
+func parseBytes(s string) (int64, error) {
+	s = strings.ToUpper(strings.TrimSpace(s))
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"GB", 1 << 30}, {"MB", 1 << 20}, {"KB", 1 << 10}, {"B", 1}} {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
+			break
+		}
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, err
+	}
+	return int64(f * float64(mult)), nil
+}
