@@ -84,23 +84,16 @@ func TestEmbeddingLifecycle(t *testing.T) {
 	}
 	// One new message: exactly its text is embedded, not the session again.
 	before := len(fake.Received())
-	start := time.Now()
 	code, body := ta.do(http.MethodPost, key, "/sync/message", msg("s0007", "m9", "user", map[string]any{"textContent": "an entirely new question about quasars"}))
 	if code != http.StatusOK {
 		t.Fatalf("%d %s", code, body)
 	}
 	searches := 0
-	for {
+	waitUntil(t, "a new message semantically searchable", func() bool {
 		searches++
 		rs := ta.search(key, "an entirely new question about quasars", "&type=semantic&limit=1")
-		if len(rs) == 1 && rs[0].Title == "renamed" && rs[0].AltID == rs[0].ID {
-			break
-		}
-		if time.Since(start) > 5*time.Second {
-			t.Fatalf("a new message was not semantically searchable within 5 s: %v", rs)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return len(rs) == 1 && rs[0].Title == "renamed" && rs[0].AltID == rs[0].ID
+	})
 	ta.idle()
 	inputs := 0
 	for _, r := range fake.Received()[before:] {
