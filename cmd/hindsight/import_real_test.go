@@ -159,11 +159,16 @@ func rebuildHome(t *testing.T, src, home string, a realAgent) (files []realFile,
 
 func TestImportRealTranscripts(t *testing.T) {
 	src := transcriptsDir(t)
+	agents := realAgents
+	if testing.Short() {
+		agents = realAgents[:1]
+		t.Logf("-short: %s only", agents[0].name)
+	}
 	ta := newTestApp(t, t.TempDir())
 	all := t.TempDir() // every agent's files, for the run without an agent
 	want := map[string]roleCounts{}
 	found := map[string]int{} // sessions per agent
-	for _, a := range realAgents {
+	for _, a := range agents {
 		t.Run(a.name, func(t *testing.T) {
 			home := t.TempDir()
 			files, brokenPath, brokenLine := rebuildHome(t, src, home, a)
@@ -217,7 +222,7 @@ func TestImportRealTranscripts(t *testing.T) {
 	if err != nil {
 		t.Fatalf("import --dry-run: %v\n%s\n%s", err, out, errOut)
 	}
-	for _, a := range realAgents {
+	for _, a := range agents {
 		agent, _ := importer.AgentNamed(a.name)
 		root := agent.Roots(all, runtime.GOOS, func(string) string { return "" })[0]
 		row := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(a.name) + `\s+` + strconv.Itoa(found[a.name]) + `\s+` + regexp.QuoteMeta(root))
@@ -225,7 +230,7 @@ func TestImportRealTranscripts(t *testing.T) {
 			t.Errorf("dry run lists no row for %s with %d sessions under %s:\n%s", a.name, found[a.name], all, out)
 		}
 	}
-	importMustContain(t, "dry run", out, fmt.Sprintf("Found %d sessions of %d assistants; not uploading (--dry-run)", len(want), len(realAgents)))
+	importMustContain(t, "dry run", out, fmt.Sprintf("Found %d sessions of %d assistants; not uploading (--dry-run)", len(want), len(agents)))
 	key := ta.key("real-all")
 	out, errOut, err = importRun(t, "import", "--server", ta.srv.URL, "--key", key)
 	if err != nil {
