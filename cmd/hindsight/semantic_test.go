@@ -38,7 +38,7 @@ func sessionBatch(n, msgs int, word string) map[string]any {
 }
 
 // The embedding lifecycle: asynchronous, never re-embedding unchanged text,
-// only new text when a session grows, searchable within 5 s.
+// only new text when a session grows, and a new message searchable once embedded.
 func TestEmbeddingLifecycle(t *testing.T) {
 	fake := openaitest.New(t, openaitest.Options{Dim: 1536})
 	ta := openaiApp(t, t.TempDir(), fake, 0)
