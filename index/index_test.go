@@ -27,11 +27,16 @@ func fullSize() bool { return !testing.Short() }
 // its build without the detector. What the detector can find there (the
 // search workers' protocol) TestPrunedEqualsExhaustiveRandom and
 // TestConcurrentUse exercise under it.
+//
+// The tests it lets run are independent (each writes its own indexes) and
+// run in parallel: make test's step without the detector runs only them
+// and the goldens, one package, so that they use every core.
 func skipUnderRace(t *testing.T) {
 	t.Helper()
 	if raceEnabled {
 		t.Skip("SKIPPING under the race detector: a data-correctness test, run by make test without it (see skipUnderRace)")
 	}
+	t.Parallel()
 }
 
 func openTest(t *testing.T, dir string) *Index {

@@ -31,6 +31,7 @@ var pruneSeed = flag.Uint64("prune.seed", 0, "TestPrunedEqualsExhaustiveRandom: 
 // failure names its seed, which -prune.seed=N runs alone
 // (go test ./index -run PrunedEqualsExhaustiveRandom -prune.seed=N).
 func TestPrunedEqualsExhaustiveRandom(t *testing.T) {
+	t.Parallel() // beside the other data-correctness tests (see skipUnderRace)
 	seeds := []uint64{1, 2, 3, uint64(time.Now().UnixNano())}
 	if *pruneSeed != 0 {
 		seeds = []uint64{*pruneSeed}
