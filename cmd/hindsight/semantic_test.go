@@ -43,21 +43,23 @@ func TestEmbeddingLifecycle(t *testing.T) {
 	fake := openaitest.New(t, openaitest.Options{Dim: 1536})
 	ta := openaiApp(t, t.TempDir(), fake, 0)
 	key := ta.key("alice")
-	ta.batch(key, sessionBatch(1000, 2, "message"))
+	// 600 sessions: more than two of the pipeline's batches of 256.
+	const n = 600
+	ta.batch(key, sessionBatch(n, 2, "message"))
 	ta.idle()
 	first := fake.Requests()
 	if first == 0 {
-		t.Fatal("no embedding requests for 1,000 new sessions")
+		t.Fatalf("no embedding requests for %d new sessions", n)
 	}
-	// Re-sync the same 1,000 sessions: nothing changed, nothing embedded.
-	ta.batch(key, sessionBatch(1000, 2, "message"))
+	// Re-sync the same sessions: nothing changed, nothing embedded.
+	ta.batch(key, sessionBatch(n, 2, "message"))
 	ta.idle()
-	if n := fake.Requests(); n != first {
-		t.Fatalf("re-syncing 1,000 unchanged sessions made %d embedding requests", n-first)
+	if got := fake.Requests(); got != first {
+		t.Fatalf("re-syncing %d unchanged sessions made %d embedding requests", n, got-first)
 	}
 	// A title change re-embeds each session's window once, under the new
 	// title (its header); syncing the same again embeds nothing.
-	b := sessionBatch(1000, 2, "message")
+	b := sessionBatch(n, 2, "message")
 	for _, s := range b["sessions"].([]any) {
 		s.(map[string]any)["title"] = "renamed"
 	}
@@ -73,14 +75,14 @@ func TestEmbeddingLifecycle(t *testing.T) {
 			}
 		}
 	}
-	if reembedded != 1000 {
-		t.Errorf("renaming 1,000 one-window sessions embedded %d texts, want 1000", reembedded)
+	if reembedded != n {
+		t.Errorf("renaming %d one-window sessions embedded %d texts, want %d", n, reembedded, n)
 	}
 	first = fake.Requests()
 	ta.batch(key, b)
 	ta.idle()
-	if n := fake.Requests(); n != first {
-		t.Fatalf("re-syncing 1,000 renamed sessions made %d embedding requests", n-first)
+	if got := fake.Requests(); got != first {
+		t.Fatalf("re-syncing %d renamed sessions made %d embedding requests", n, got-first)
 	}
 	// One new message: exactly its text is embedded, not the session again.
 	before := len(fake.Received())
