@@ -11,17 +11,23 @@ DATASETS  ?= $(abspath $(CURDIR)/../shared/datasets)
 
 .PHONY: test vet unit model weaviate chromium fmt-check build compose-test
 
-# Every test runs under the race detector, except the ranking goldens
-# (index), which check scores and order, at ten times the cost under it:
-# they run after, in a build without it.
+# Every test runs under the race detector, except the index's
+# data-correctness tests, which check scores and order (what the detector
+# cannot change) at ten times the cost under it: the ranking goldens, search
+# against the reference model, pruned against exhaustive (on the load
+# corpus and on random corpora) and per-user statistics. They skip under it
+# (saying so; TestPrunedEqualsExhaustiveRandom keeps a small corpus there
+# for the search workers) and run after, at full size, in a build without
+# it. The variables each test reads are listed in README.md's Testing.
+NORACE_TESTS = ^(TestRankingGoldens|TestSearchMatchesReference|TestTenantStatistics|TestPruningMatchesExhaustive|TestPrunedEqualsExhaustiveRandom)$$
 test: fmt-check vet model weaviate chromium
 	HINDSIGHT_MODEL_DIR=$(MODEL_DIR) HINDSIGHT_REQUIRE_MODEL=1 \
 	HINDSIGHT_WEAVIATE_BIN=$$(bash scripts/weaviate.sh path) HINDSIGHT_REQUIRE_WEAVIATE=1 \
-	HINDSIGHT_REQUIRE_NPM=1 HINDSIGHT_REQUIRE_BROWSER=1 \
+	HINDSIGHT_REQUIRE_NPM=1 HINDSIGHT_REQUIRE_BROWSER=1 HINDSIGHT_REQUIRE_MOUNT=1 \
 	HINDSIGHT_DATASETS=$(DATASETS) HINDSIGHT_REQUIRE_DATASETS=1 \
 	$(GO) test -race -count=1 -timeout 20m ./...
 	HINDSIGHT_DATASETS=$(DATASETS) HINDSIGHT_REQUIRE_DATASETS=1 \
-	$(GO) test -count=1 -timeout 20m -run '^TestRankingGoldens$$' ./index
+	$(GO) test -count=1 -timeout 20m -run '$(NORACE_TESTS)' ./index
 
 # The server, hindsight, and the benchmarks, hindsight-bench, side by side
 # (hindsight bench runs the one beside it). -buildvcs=auto stamps the commit

@@ -122,6 +122,9 @@ func TestUnboundedInputIsBounded(t *testing.T) {
 		checkError(t, r, http.StatusBadRequest, "Bad Request", "parts has 500000 entries; the limit is 1000 per message")
 	})
 	t.Run("a batch of 10,000 entries each at the cap", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("10,000 entries: not in -short")
+		}
 		// A cap of 10 (100,000 parts, 3 MiB) keeps the test fast under
 		// -race; the default cap only moves the bound to the body size.
 		a := newApp(t, options{limits: ingest.Limits{MaxParts: 10}})

@@ -37,7 +37,7 @@ func snapshotSegments(t *testing.T, ix *Index) ([]*scorch.SegmentSnapshot, func(
 // and that the users' blocks hold all of the term's postings between them.
 func TestTermBlocksHoldEveryPosting(t *testing.T) {
 	ix := openTest(t, "")
-	users, _ := putGenCorpus(t, ix, 600)
+	users, _ := putLoadCorpus(t, ix, 600)
 	segs, release := snapshotSegments(t, ix)
 	defer release()
 	all, err := ix.sessionLengths.totals(segs)
@@ -182,7 +182,7 @@ func checkTermBlocks(t *testing.T, seg segment.Segment, u *userDocs, pl segment.
 // within its limit, and drops the entries of segments no longer live.
 func TestBlockCache(t *testing.T) {
 	ix := openTest(t, "")
-	users, _ := putGenCorpus(t, ix, 300)
+	users, _ := putLoadCorpus(t, ix, 300)
 	segs, release := snapshotSegments(t, ix)
 	defer release()
 	seg := segs[0].Segment()

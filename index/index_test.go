@@ -14,6 +14,31 @@ import (
 
 // openTest opens a real index in a temporary directory and closes it at the
 // end of the test.
+// fullSize reports whether the large data-correctness tests (search
+// against the reference model, pruned against exhaustive, per-user
+// statistics) run at full size: not under -short. make test runs them in
+// its build without the race detector (see the Makefile and
+// skipUnderRace).
+func fullSize() bool { return !testing.Short() }
+
+// skipUnderRace skips a large data-correctness test under the race
+// detector, saying so: it checks scores and order, which the detector
+// cannot change, at ten times the cost under it, and make test runs it in
+// its build without the detector. What the detector can find there (the
+// search workers' protocol) TestPrunedEqualsExhaustiveRandom and
+// TestConcurrentUse exercise under it.
+//
+// The tests it lets run are independent (each writes its own indexes) and
+// run in parallel: make test's step without the detector runs only them
+// and the goldens, one package, so that they use every core.
+func skipUnderRace(t *testing.T) {
+	t.Helper()
+	if raceEnabled {
+		t.Skip("SKIPPING under the race detector: a data-correctness test, run by make test without it (see skipUnderRace)")
+	}
+	t.Parallel()
+}
+
 func openTest(t *testing.T, dir string) *Index {
 	t.Helper()
 	if dir == "" {

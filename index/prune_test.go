@@ -19,17 +19,19 @@ import (
 // phrase or an exclusion. Halfway through, the best hits of earlier
 // queries are deleted (the cached blocks, built before, then hold deleted
 // postings and were computed at another mean length) and the block cache
-// is shrunk so that it evicts and rebuilds as it goes. Without the race
-// detector it runs at full size, 10,000 sessions and 1,000 queries; with
-// it (slower by an order of magnitude) on 2,000 sessions and 300 queries.
+// is shrunk so that it evicts and rebuilds as it goes. At full size
+// (fullSize) it runs on 10,000 sessions and 1,000 queries; under -short on
+// 1,500 sessions and 120 queries; not under the race detector
+// (skipUnderRace).
 func TestPruningMatchesExhaustive(t *testing.T) {
+	skipUnderRace(t)
 	sessions, queries := 10_000, 1000
-	if raceEnabled {
-		sessions, queries = 2000, 300
+	if !fullSize() {
+		sessions, queries = 1500, 120
 	}
 	start := time.Now()
 	ix := openTest(t, "")
-	users, titles := putGenCorpus(t, ix, sessions)
+	users, titles := putLoadCorpus(t, ix, sessions)
 	t.Logf("%d sessions written in %v", sessions, time.Since(start).Round(time.Millisecond))
 	if n := segmentCount(t, ix); n < 2 {
 		t.Fatalf("the corpus is in %d segment(s): the test needs several", n)
@@ -40,7 +42,7 @@ func TestPruningMatchesExhaustive(t *testing.T) {
 	var dropped atomic.Int64 // candidates pruning did not score to the end
 	pruned := 0              // queries it dropped some from
 	var deleted [][2]string  // user, session
-	qs := searchperfQueries(titles, queries)
+	qs := loadQueries(titles, queries)
 	start = time.Now()
 	for i, q := range qs {
 		text := q.text

@@ -356,8 +356,10 @@ func sameHits(got, want []Hit, limit int) error {
 // documents with equal scores, Search returns for plain words, phrases and
 // exclusions, on one goroutine and several, exactly the documents and
 // scores of the reference model (refIndex), which computes the definition
-// of scoring.go over every document of the querying user.
+// of scoring.go over every document of the querying user. Not under the
+// race detector (skipUnderRace); under -short on a small corpus.
 func TestSearchMatchesReference(t *testing.T) {
+	skipUnderRace(t)
 	ctx := context.Background()
 	ix, err := Open(t.TempDir(), Options{})
 	if err != nil {
@@ -390,8 +392,15 @@ func TestSearchMatchesReference(t *testing.T) {
 			ref.put(se)
 		}
 	}
-	texts := s.queries(30)
-	texts = append(texts, s.phraseQueries(6)...)
+	// At full size (fullSize) 1,500 sessions, above minDocsForFrequent, so
+	// that plans apply, and 36 random queries; else 450 sessions and 12.
+	// The hand-written queries below run at both.
+	n, random, phrases := 1500, 30, 6
+	if !fullSize() {
+		n, random, phrases = 450, 10, 2
+	}
+	texts := s.queries(random)
+	texts = append(texts, s.phraseQueries(phrases)...)
 	texts = append(texts, "zebra", "zebra crossing", "twin zebra", "nowhereword", "nowhereword zebra",
 		s.pick(0, 5), s.pick(0, 3)+" "+s.pick(3, 6), s.identifier()+" "+s.identifier(),
 		`"`+s.pick(0, 3)+" "+s.pick(0, 3)+`" `+s.pick(10, 50), s.pick(0, 5)+" -"+s.pick(0, 5),
@@ -450,10 +459,9 @@ func TestSearchMatchesReference(t *testing.T) {
 		}
 	}
 
-	const n = 1500 // above minDocsForFrequent, so that plans apply
-	for i := 0; i < n; i += 250 {
+	for i := 0; i < n; i += n / 6 {
 		var batch []Session
-		for j := i; j < min(i+250, n); j++ {
+		for j := i; j < min(i+n/6, n); j++ {
 			batch = append(batch, session(j))
 		}
 		put(batch)

@@ -649,7 +649,7 @@ func TestCommitAfterCloseReturnsErrClosed(t *testing.T) {
 			if !errors.Is(err, kv.ErrClosed) {
 				t.Fatalf("Commit %d after Close = %v, want ErrClosed", i, err)
 			}
-		case <-time.After(2 * time.Second):
+		case <-time.After(2 * time.Minute): // a bound on liveness, not a timing
 			t.Fatalf("Commit %d after Close hung (queued for a committer that has exited)", i)
 		}
 	}
@@ -662,13 +662,11 @@ func TestOpenLockedDataFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	start := time.Now()
+	// An Open that ignored LockTimeout would wait for st to close: go
+	// test's -timeout would end it, so no clock is read here.
 	_, err = kv.Open(dir, kv.Options{LockTimeout: 100 * time.Millisecond})
 	if !errors.Is(err, kv.ErrLocked) {
 		t.Fatalf("second Open of a locked file = %v, want ErrLocked", err)
-	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("second Open took %v; the lock timeout is 100ms", d)
 	}
 }
 

@@ -69,12 +69,12 @@ func TestWeaviateFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	up := time.Now() // recovery counts from Weaviate answering again
-	took, missing := r.waitEmbedded(90 * time.Second)
+	took, missing := r.waitEmbedded()
 	if missing != 0 {
 		t.Fatalf("%d chunks not embedded %s after Weaviate came up", missing, took)
 	}
 	took = time.Since(up)
-	waitFor(t, "/ready to turn 200", 60*time.Second, func() bool { c, _ := r.readyReasons(); return c == http.StatusOK })
+	waitFor(t, "/ready to turn 200", func() bool { c, _ := r.readyReasons(); return c == http.StatusOK })
 	seen.add("ready after", http.StatusOK)
 	report(t, "weaviate unreachable at start, then started", seen, missing, took)
 
@@ -110,7 +110,7 @@ func TestWeaviateFaults(t *testing.T) {
 	if err := wv.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "a hybrid search answered from full-text", 60*time.Second, func() bool { return degraded.Load() > 0 })
+	waitFor(t, "a hybrid search answered from full-text", func() bool { return degraded.Load() > 0 })
 	sem = r.search("semantic", "jittered backoff", 20)
 	seen.add("semantic", sem.status)
 	if sem.status != http.StatusServiceUnavailable || !strings.Contains(sem.body, "vector store") {
@@ -124,14 +124,14 @@ func TestWeaviateFaults(t *testing.T) {
 	time.Sleep(time.Second) // the load goes on across the restart
 	stop()
 	wg.Wait()
-	took, missing = r.waitEmbedded(90 * time.Second)
+	took, missing = r.waitEmbedded()
 	if missing != 0 {
 		t.Errorf("%d chunks not embedded %s after Weaviate was restarted", missing, took)
 	}
 	took = time.Since(up)
 	want := 5 + 2*int(batches.Load())
 	var after answer
-	for deadline := time.Now().Add(30 * time.Second); ; {
+	for deadline := waitDeadline(t); ; {
 		after = r.search("semantic", "jittered backoff", 100)
 		if after.status != http.StatusOK || strings.Count(after.body, `"title":"session `) == min(want, 100) || time.Now().After(deadline) {
 			break

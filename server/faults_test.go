@@ -157,17 +157,18 @@ func (r *faultRig) vectorCounts() (want, have int) {
 	return want, have
 }
 
-// waitEmbedded waits (up to limit) until every chunk of the user's sessions
-// has its vector, and returns how long that took and how many are missing.
-func (r *faultRig) waitEmbedded(limit time.Duration) (time.Duration, int) {
+// waitEmbedded waits (until waitDeadline) until every chunk of the user's
+// sessions has its vector, and returns how long that took (for the fault
+// table) and how many are missing.
+func (r *faultRig) waitEmbedded() (time.Duration, int) {
 	r.t.Helper()
-	start := time.Now()
+	start, deadline := time.Now(), waitDeadline(r.t)
 	for {
 		want, have := r.vectorCounts()
 		if want > 0 && have == want {
 			return time.Since(start), 0
 		}
-		if time.Since(start) > limit {
+		if time.Now().After(deadline) {
 			return time.Since(start), want - have
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -177,7 +178,7 @@ func (r *faultRig) waitEmbedded(limit time.Duration) (time.Duration, int) {
 // waitFound waits until a full-text search for q finds n sessions.
 func (r *faultRig) waitFound(q string, n int) {
 	r.t.Helper()
-	deadline := time.Now().Add(60 * time.Second) // a liveness bound
+	deadline := waitDeadline(r.t)
 	for {
 		a := r.search("fulltext", q, 100)
 		var body struct {

@@ -72,7 +72,7 @@ type searchReply struct {
 // the results, and returns the last reply.
 func waitSearch(t *testing.T, base, key, q string, want ...string) searchReply {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := waitDeadline(t)
 	for {
 		code, _, body := call(t, http.MethodGet, base+"/api/search?explain=true&q="+q, key, nil)
 		var r searchReply

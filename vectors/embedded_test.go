@@ -219,13 +219,11 @@ func (c *cancelAfter) Err() error {
 func TestEmbeddedLockedFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "v.db")
 	openEmbedded(t, path, vectors.EmbeddedOptions{})
-	start := time.Now()
+	// An open that ignored LockTimeout would wait for the first to close:
+	// go test's -timeout would end it, so no clock is read here.
 	_, err := vectors.OpenEmbedded(path, vectors.EmbeddedOptions{LockTimeout: 100 * time.Millisecond})
 	if err == nil {
 		t.Fatal("second open of a locked file succeeded")
-	}
-	if time.Since(start) > 5*time.Second {
-		t.Errorf("second open waited %v", time.Since(start))
 	}
 }
 

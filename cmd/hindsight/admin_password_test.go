@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"golang.org/x/crypto/bcrypt"
 
@@ -151,7 +150,7 @@ func TestUsersPasswordCommands(t *testing.T) {
 					srv.stop()
 				}
 				var stdout, stderr bytes.Buffer
-				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				ctx, cancel := untilDeadline(t)
 				defer cancel()
 				err := run(ctx, append(append([]string{"users"}, args...), "--data", dir), &stdout, &stderr)
 				for _, s := range secrets {

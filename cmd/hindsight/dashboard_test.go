@@ -10,7 +10,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"golang.org/x/crypto/bcrypt"
 
@@ -159,7 +158,9 @@ func newLines() *lines {
 
 func (l *lines) waitFor(t *testing.T, re *regexp.Regexp) []string {
 	t.Helper()
-	timeout := time.After(30 * time.Second)
+	ctx, cancel := untilDeadline(t)
+	defer cancel()
+	timeout := ctx.Done()
 	for {
 		select {
 		case s, ok := <-l.ch:

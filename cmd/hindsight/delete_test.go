@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hindsight-dev/hindsight/config"
 	"github.com/hindsight-dev/hindsight/internal/openaitest"
@@ -153,13 +152,7 @@ func TestDeleteRemovesEveryTrace(t *testing.T) {
 
 func waitFor(t *testing.T, ok func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached within 10 s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitUntil(t, "the condition", ok)
 }
 
 // Deletion removes the vectors too, in both vector stores.

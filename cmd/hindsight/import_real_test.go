@@ -157,88 +157,98 @@ func rebuildHome(t *testing.T, src, home string, a realAgent) (files []realFile,
 	return files, brokenPath, brokenLine
 }
 
+// TestImportRealTranscripts imports every agent's real files at once (the
+// run without an agent), then each agent's again by name: the first run
+// stores every session and message, the per-agent runs find the same
+// sessions and store nothing new. (Each session is uploaded once: the
+// per-agent runs are the re-import.)
 func TestImportRealTranscripts(t *testing.T) {
 	src := transcriptsDir(t)
-	ta := newTestApp(t, t.TempDir())
-	all := t.TempDir() // every agent's files, for the run without an agent
-	want := map[string]roleCounts{}
-	found := map[string]int{} // sessions per agent
-	for _, a := range realAgents {
-		t.Run(a.name, func(t *testing.T) {
-			home := t.TempDir()
-			files, brokenPath, brokenLine := rebuildHome(t, src, home, a)
-			rebuildHome(t, src, all, a)
-			expect := a.expect(t, files)
-			for id, c := range expect {
-				want[id] = c
-			}
-			found[a.name] = len(expect)
-			key := ta.key("real-" + a.name)
-			t.Setenv("HOME", home)
-			args := []string{"import", a.name, "--server", ta.srv.URL, "--key", key, "--quiet"}
-			out, errOut, err := importRun(t, args...)
-			if err != nil {
-				t.Fatalf("import: %v\n%s\n%s", err, out, errOut)
-			}
-			msgs, empty := 0, 0 // a session with no message is found, and skipped
-			for _, c := range expect {
-				n := 0
-				for _, k := range c {
-					n += k
-				}
-				msgs += n
-				if n == 0 {
-					empty++
-				}
-			}
-			importMustContain(t, "summary", out, fmt.Sprintf("Found %d %s sessions", len(expect), a.name),
-				fmt.Sprintf("sessions: %d imported, 0 updated, 0 unchanged, %d skipped (nothing to import), 0 failed", len(expect)-empty, empty),
-				fmt.Sprintf("messages: %d imported, 0 unchanged, 0 failed", msgs))
-			if brokenPath != "" {
-				importMustContain(t, "summary", out, fmt.Sprintf("%s:%d: skipped", brokenPath, brokenLine))
-			}
-			checkStored(t, fetchSessions(t, ta.srv.URL, key), expect)
-
-			out, errOut, err = importRun(t, args...)
-			if err != nil {
-				t.Fatalf("re-import: %v\n%s\n%s", err, out, errOut)
-			}
-			importMustContain(t, "re-import", out, fmt.Sprintf("sessions: 0 imported, 0 updated, %d unchanged, %d skipped", len(expect)-empty, empty),
-				fmt.Sprintf("messages: 0 imported, %d unchanged, 0 failed", msgs))
-			checkStored(t, fetchSessions(t, ta.srv.URL, key), expect)
-		})
+	agents := realAgents
+	if testing.Short() {
+		agents = realAgents[:1]
+		t.Logf("-short: %s only", agents[0].name)
 	}
-	if t.Failed() {
-		return
+	ta := newTestApp(t, t.TempDir())
+	home := t.TempDir() // every agent's files
+	type agentRun struct {
+		realAgent
+		expect                map[string]roleCounts
+		sessions, empty, msgs int
+		brokenPath            string
+		brokenLine            int
+	}
+	want := map[string]roleCounts{}
+	var runs []agentRun
+	var sessions, empty, msgs int
+	for _, a := range agents {
+		r := agentRun{realAgent: a}
+		var files []realFile
+		files, r.brokenPath, r.brokenLine = rebuildHome(t, src, home, a)
+		r.expect = a.expect(t, files)
+		r.sessions = len(r.expect)
+		for id, c := range r.expect {
+			want[id] = c
+			n := 0 // a session with no message is found, and skipped
+			for _, k := range c {
+				n += k
+			}
+			r.msgs += n
+			if n == 0 {
+				r.empty++
+			}
+		}
+		sessions, empty, msgs = sessions+r.sessions, empty+r.empty, msgs+r.msgs
+		runs = append(runs, r)
 	}
 	// Without an agent: every history under $HOME is found, listed, imported.
-	t.Setenv("HOME", all)
+	t.Setenv("HOME", home)
 	out, errOut, err := importRun(t, "import", "--dry-run")
 	if err != nil {
 		t.Fatalf("import --dry-run: %v\n%s\n%s", err, out, errOut)
 	}
-	for _, a := range realAgents {
-		agent, _ := importer.AgentNamed(a.name)
-		root := agent.Roots(all, runtime.GOOS, func(string) string { return "" })[0]
-		row := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(a.name) + `\s+` + strconv.Itoa(found[a.name]) + `\s+` + regexp.QuoteMeta(root))
+	for _, r := range runs {
+		agent, _ := importer.AgentNamed(r.name)
+		root := agent.Roots(home, runtime.GOOS, func(string) string { return "" })[0]
+		row := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(r.name) + `\s+` + strconv.Itoa(r.sessions) + `\s+` + regexp.QuoteMeta(root))
 		if !row.MatchString(out) {
-			t.Errorf("dry run lists no row for %s with %d sessions under %s:\n%s", a.name, found[a.name], all, out)
+			t.Errorf("dry run lists no row for %s with %d sessions under %s:\n%s", r.name, r.sessions, home, out)
 		}
 	}
-	importMustContain(t, "dry run", out, fmt.Sprintf("Found %d sessions of %d assistants; not uploading (--dry-run)", len(want), len(realAgents)))
-	key := ta.key("real-all")
+	importMustContain(t, "dry run", out, fmt.Sprintf("Found %d sessions of %d assistants; not uploading (--dry-run)", len(want), len(runs)))
+	key := ta.key("real")
 	out, errOut, err = importRun(t, "import", "--server", ta.srv.URL, "--key", key)
 	if err != nil {
 		t.Fatalf("import: %v\n%s\n%s", err, out, errOut)
 	}
-	stored := 0
-	for _, c := range want {
-		if len(c) > 0 {
-			stored++
+	importMustContain(t, "import of everything", out,
+		fmt.Sprintf("sessions: %d imported, 0 updated, 0 unchanged, %d skipped (nothing to import), 0 failed", sessions-empty, empty),
+		fmt.Sprintf("messages: %d imported, 0 unchanged, 0 failed", msgs))
+	for _, r := range runs {
+		if r.brokenPath != "" {
+			importMustContain(t, "import of everything", out, fmt.Sprintf("%s:%d: skipped", r.brokenPath, r.brokenLine))
 		}
 	}
-	importMustContain(t, "import of everything", out, fmt.Sprintf("sessions: %d imported", stored))
 	importMustContain(t, "progress", errOut, "sessions: 100%")
+	checkStored(t, fetchSessions(t, ta.srv.URL, key), want)
+	if t.Failed() {
+		return
+	}
+	// Each agent by name: the same sessions found, nothing new stored.
+	for _, r := range runs {
+		t.Run(r.name, func(t *testing.T) {
+			out, errOut, err := importRun(t, "import", r.name, "--server", ta.srv.URL, "--key", key, "--quiet")
+			if err != nil {
+				t.Fatalf("re-import: %v\n%s\n%s", err, out, errOut)
+			}
+			importMustContain(t, "re-import", out, fmt.Sprintf("Found %d %s sessions", r.sessions, r.name),
+				fmt.Sprintf("sessions: 0 imported, 0 updated, %d unchanged, %d skipped", r.sessions-r.empty, r.empty),
+				fmt.Sprintf("messages: 0 imported, %d unchanged, 0 failed", r.msgs))
+			if r.brokenPath != "" {
+				importMustContain(t, "re-import", out, fmt.Sprintf("%s:%d: skipped", r.brokenPath, r.brokenLine))
+			}
+		})
+	}
 	checkStored(t, fetchSessions(t, ta.srv.URL, key), want)
 }
 

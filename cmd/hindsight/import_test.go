@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -26,7 +25,7 @@ import (
 func importRun(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := untilDeadline(t)
 	defer cancel()
 	err := run(ctx, args, &out, &errb)
 	return out.String(), errb.String(), err

@@ -73,19 +73,54 @@ func startServe(t *testing.T, dataDir string, extra ...string) *child {
 		}
 		_, _ = io.Copy(io.Discard, stdout)
 	}()
+	ctx, cancel := untilDeadline(t)
+	defer cancel()
 	select {
 	case c.URL = <-found:
-	case <-time.After(30 * time.Second):
+	case <-ctx.Done():
 		t.Fatalf("serve did not start; stderr:\n%s", c.stderr)
 	}
 	return c
+}
+
+// untilDeadline returns a context that ends a minute before the test's
+// deadline (go test -timeout), or never without one. Waits take what a
+// loaded machine needs; a hang still fails, naming what it waited for,
+// before the binary's timeout panics.
+func untilDeadline(t *testing.T) (context.Context, context.CancelFunc) {
+	t.Helper()
+	return context.WithDeadline(context.Background(), deadline(t))
+}
+
+// deadline is when untilDeadline's context ends (a year away without a
+// deadline), for loops that poll.
+func deadline(t *testing.T) time.Time {
+	if d, ok := t.Deadline(); ok {
+		return d.Add(-time.Minute)
+	}
+	return time.Now().AddDate(1, 0, 0)
+}
+
+// waitUntil polls cond until it holds, failing the test, naming what, at
+// untilDeadline's end.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	ctx, cancel := untilDeadline(t)
+	defer cancel()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: not reached by the test's deadline", what)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // runCmd runs a hindsight command in-process and returns stdout.
 func runCmd(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := untilDeadline(t)
 	defer cancel()
 	err := run(ctx, args, &out, &errb)
 	if err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -81,7 +80,7 @@ func TestMCPTypeScriptClient(t *testing.T) {
 	if err := os.WriteFile(script, src, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := untilDeadline(t)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", script)
 	cmd.Env = append(os.Environ(), "HINDSIGHT_URL="+srv.URL, "ALICE_KEY="+keys["alice"], "BOB_KEY="+keys["bob"], "HINDSIGHT_MCP_COMMAND="+string(command))
@@ -198,7 +197,7 @@ func TestMCPTypeScriptClient(t *testing.T) {
 // waitSearchable waits until key's full-text search sees n sessions.
 func waitSearchable(t *testing.T, url, key string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := deadline(t)
 	for {
 		req, _ := http.NewRequest(http.MethodGet, url+"/api/search?q=login+redirect+callback+connection+pool+token&limit=100", nil)
 		req.Header.Set("Authorization", "Bearer "+key)
@@ -213,7 +212,7 @@ func waitSearchable(t *testing.T, url, key string, n int) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d sessions searchable after 10 s", len(body.Results), n)
+			t.Fatalf("%d of %d sessions searchable by the test's deadline", len(body.Results), n)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -239,7 +238,7 @@ func installNPM(t *testing.T, pkg, version, what string) string {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(root, ".cache", "npm", strings.NewReplacer("@", "", "/", "-").Replace(pkg))
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := untilDeadline(t)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "scripts", "npm-pinned.sh"), pkg, version, dir)
@@ -255,7 +254,7 @@ func installNPM(t *testing.T, pkg, version, what string) string {
 // the exit status.
 func runPlugin(t *testing.T, cli, home, base, key string, stdin any, args ...string) (string, int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := untilDeadline(t)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, cli, args...)
 	for _, kv := range os.Environ() {
@@ -290,7 +289,7 @@ func runPlugin(t *testing.T, cli, home, base, key string, stdin any, args ...str
 func waitForSearch(t *testing.T, base, key, q string, want int) {
 	t.Helper()
 	var res struct{ Results []searchResult }
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := deadline(t)
 	for {
 		apiGet(t, base, key, "/api/search?q="+url.QueryEscape(q), &res)
 		if len(res.Results) == want || time.Now().After(deadline) {

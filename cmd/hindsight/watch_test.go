@@ -77,16 +77,18 @@ func (w *watching) stop(t *testing.T) {
 // eventually polls cond until it holds, failing after a generous deadline.
 func eventually(t *testing.T, w *watching, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
+	ctx, cancel := untilDeadline(t)
+	defer cancel()
 	for !cond() {
-		if time.Now().After(deadline) {
+		select {
+		case <-ctx.Done():
 			stderr := ""
 			if w != nil {
 				stderr = w.err.String()
 			}
-			t.Fatalf("%s: not after 90 s\nwatcher's log:\n%s", what, stderr)
+			t.Fatalf("%s: not by the test's deadline\nwatcher's log:\n%s", what, stderr)
+		case <-time.After(25 * time.Millisecond):
 		}
-		time.Sleep(25 * time.Millisecond)
 	}
 }
 
