@@ -9,6 +9,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"github.com/hindsight-dev/hindsight/internal/cli"
 	"io"
 	"os"
 	"path/filepath"
@@ -41,7 +42,7 @@ See bench/README.md: bring your own data, what each metric means, comparing two 
 func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, "Usage: hindsight "+benchUsage)
-		return &usageError{"bench needs a subcommand: relevance, load, ingest, redact, import, watch or embed"}
+		return cli.Usage("bench needs a subcommand: relevance, load, ingest, redact, import, watch or embed")
 	}
 	// The semantic settings (model directory, OpenAI key, WEAVIATE_URL...)
 	// come from the environment, as for serve.
@@ -101,12 +102,12 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return runner.Watch(ctx, c, stdout, stderr)
 	}
 	fmt.Fprintln(stderr, "Usage: hindsight "+benchUsage)
-	return &usageError{fmt.Sprintf("unknown bench %q (relevance, load, ingest, redact, import, watch or embed)", args[0])}
+	return cli.Usagef("unknown bench %q (relevance, load, ingest, redact, import, watch or embed)", args[0])
 }
 
 func parseBenchRelevance(args []string, cfg *config.Config, stderr io.Writer) (runner.RelevanceConfig, error) {
 	var c runner.RelevanceConfig
-	fs := newFlags("bench relevance", "bench relevance --dataset DIR [flags]", stderr)
+	fs := cli.NewFlags("bench relevance", "bench relevance --dataset DIR [flags]", stderr)
 	ld := config.NewLoader(fs, os.LookupEnv, config.Checks{})
 	ld.Semantic(cfg)
 	fs.StringVar(&c.Dataset, "dataset", "", "BEIR-layout directory: corpus.jsonl[.gz], queries.jsonl, qrels/*.tsv (required)")
@@ -135,42 +136,42 @@ func parseBenchRelevance(args []string, cfg *config.Config, stderr io.Writer) (r
 			"does not embed the corpus again (none: no cache)")
 	sessionScores := fs.String("session-score", "", "experiment: also measure the full-text ranking with its best sessions re-scored from their chunks, "+
 		"one mode fulltext:VARIANT each, comma-separated: "+strings.Join(runner.SessionScores, ", "))
-	pos, err := parse(fs, args)
+	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return c, err
 	}
 	if err := ld.Err(); err != nil {
-		return c, &usageError{err.Error()}
+		return c, cli.Usage(err.Error())
 	}
 	if len(pos) > 0 {
-		return c, &usageError{fmt.Sprintf("bench relevance takes no arguments, got %q", pos)}
+		return c, cli.Usagef("bench relevance takes no arguments, got %q", pos)
 	}
 	if c.Dataset == "" {
-		return c, &usageError{"--dataset is required"}
+		return c, cli.Usage("--dataset is required")
 	}
 	if c.Via != "inprocess" && c.Via != "http" {
-		return c, &usageError{"--via must be inprocess or http"}
+		return c, cli.Usage("--via must be inprocess or http")
 	}
 	if c.TextIndex != "bleve" && c.TextIndex != "weaviate" {
-		return c, &usageError{"--text-index must be bleve or weaviate"}
+		return c, cli.Usage("--text-index must be bleve or weaviate")
 	}
 	if c.MaxDocs < 0 || c.MaxQueries < 0 {
-		return c, &usageError{"--max-docs and --max-queries must not be negative"}
+		return c, cli.Usage("--max-docs and --max-queries must not be negative")
 	}
 	if c.QueryTimeout <= 0 {
-		return c, &usageError{"--query-timeout must be positive"}
+		return c, cli.Usage("--query-timeout must be positive")
 	}
 	if c.SweepLimit < 10 {
-		return c, &usageError{"--sweep-limit must be at least 10 (nDCG@10 needs 10 results)"}
+		return c, cli.Usage("--sweep-limit must be at least 10 (nDCG@10 needs 10 results)")
 	}
 	if err := c.Vectors.Validate(); err != nil {
-		return c, &usageError{err.Error()}
+		return c, cli.Usage(err.Error())
 	}
 	if strings.TrimSpace(*modes) != "" {
 		for _, m := range strings.Split(*modes, ",") {
 			m = strings.TrimSpace(m)
 			if _, err := ranking.ParseMode(m); (err != nil && m != runner.ModeContext) || m == "" {
-				return c, &usageError{fmt.Sprintf("unknown mode %q (fulltext, semantic, hybrid, context)", m)}
+				return c, cli.Usagef("unknown mode %q (fulltext, semantic, hybrid, context)", m)
 			}
 			if !slices.Contains(c.Modes, m) {
 				c.Modes = append(c.Modes, m)
@@ -179,21 +180,21 @@ func parseBenchRelevance(args []string, cfg *config.Config, stderr io.Writer) (r
 	}
 	if c.SweepMode != "" {
 		if _, err := ranking.ParseMode(c.SweepMode); err != nil {
-			return c, &usageError{fmt.Sprintf("--sweep-mode: unknown mode %q", c.SweepMode)}
+			return c, cli.Usagef("--sweep-mode: unknown mode %q", c.SweepMode)
 		}
 	}
 	if c.Peers, err = runner.ParsePeers(*peers); err != nil {
-		return c, &usageError{err.Error()}
+		return c, cli.Usage(err.Error())
 	}
 	if *embedCache != "none" {
 		abs, err := filepath.Abs(c.Dataset)
 		if err != nil {
-			return c, &usageError{fmt.Sprintf("--dataset %s: %v", c.Dataset, err)}
+			return c, cli.Usagef("--dataset %s: %v", c.Dataset, err)
 		}
 		c.EmbedCache = filepath.Join(*embedCache, filepath.Base(abs)+".db")
 	}
 	if c.SessionScores, err = runner.ParseSessionScores(*sessionScores); err != nil {
-		return c, &usageError{"--session-score: " + err.Error()}
+		return c, cli.Usage("--session-score: " + err.Error())
 	}
 	c.Command = runner.CommandLine(append([]string{"hindsight", "bench", "relevance"}, args...))
 	return c, nil
@@ -201,7 +202,7 @@ func parseBenchRelevance(args []string, cfg *config.Config, stderr io.Writer) (r
 
 func parseBenchLoad(args []string, cfg *config.Config, stderr io.Writer) (runner.LoadConfig, error) {
 	c := runner.LoadConfig{Command: runner.CommandLine(append([]string{"hindsight", "bench", "load"}, args...))}
-	fs := newFlags("bench load", "bench load --sessions N [flags]", stderr)
+	fs := cli.NewFlags("bench load", "bench load --sessions N [flags]", stderr)
 	ld := config.NewLoader(fs, os.LookupEnv, config.Checks{})
 	ld.Semantic(cfg)
 	sessions := fs.Int("sessions", 10_000, "sessions to generate")
@@ -219,11 +220,11 @@ func parseBenchLoad(args []string, cfg *config.Config, stderr io.Writer) (runner
 	fs.StringVar(&c.TextIndex, "text-index", "bleve", "the server's full-text index: bleve, weaviate (WEAVIATE_URL, else the pinned server), or both (Bleve, then Weaviate)")
 	fs.BoolVar(&c.JSON, "json", false, "print only JSON")
 	fs.StringVar(&c.Out, "out", "", "directory for report.md, growth charts and result.json")
-	if _, err := parse(fs, args); err != nil {
+	if _, err := cli.Parse(fs, args); err != nil {
 		return c, err
 	}
 	if err := ld.Err(); err != nil {
-		return c, &usageError{err.Error()}
+		return c, cli.Usage(err.Error())
 	}
 	c.Sizes = []int{*sessions}
 	if *grow != "" {
@@ -231,24 +232,24 @@ func parseBenchLoad(args []string, cfg *config.Config, stderr io.Writer) (runner
 		for _, f := range strings.Split(*grow, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(f))
 			if err != nil || n <= 0 || (len(c.Sizes) > 0 && n <= c.Sizes[len(c.Sizes)-1]) {
-				return c, &usageError{"--grow takes increasing positive sizes, e.g. 10000,30000,100000"}
+				return c, cli.Usage("--grow takes increasing positive sizes, e.g. 10000,30000,100000")
 			}
 			c.Sizes = append(c.Sizes, n)
 		}
 	}
 	if c.Users < 1 {
-		return c, &usageError{"--users must be at least 1"}
+		return c, cli.Usage("--users must be at least 1")
 	}
 	if c.TextIndex != "bleve" && c.TextIndex != "weaviate" && c.TextIndex != "both" {
-		return c, &usageError{"--text-index must be bleve, weaviate or both"}
+		return c, cli.Usage("--text-index must be bleve, weaviate or both")
 	}
 	if err := c.Vectors.Validate(); err != nil {
-		return c, &usageError{err.Error()}
+		return c, cli.Usage(err.Error())
 	}
 	for _, m := range strings.Split(*modes, ",") {
 		m = strings.TrimSpace(m)
 		if _, err := ranking.ParseMode(m); err != nil {
-			return c, &usageError{err.Error()}
+			return c, cli.Usage(err.Error())
 		}
 		c.Modes = append(c.Modes, m)
 	}
@@ -257,7 +258,7 @@ func parseBenchLoad(args []string, cfg *config.Config, stderr io.Writer) (runner
 
 func parseBenchIngest(args []string, stderr io.Writer) (runner.IngestConfig, error) {
 	var c runner.IngestConfig
-	fs := newFlags("bench ingest", benchUsage, stderr)
+	fs := cli.NewFlags("bench ingest", benchUsage, stderr)
 	fs.IntVar(&c.BatchMessages, "batch-messages", 50_000, "messages sent in the batch phase")
 	fs.IntVar(&c.BatchSize, "batch-size", 500, "messages per /sync/batch")
 	fs.IntVar(&c.Singles, "singles", 20_000, "single-message POSTs in the single phase")
@@ -265,13 +266,13 @@ func parseBenchIngest(args []string, stderr io.Writer) (runner.IngestConfig, err
 	fs.Uint64Var(&c.Seed, "seed", 1, "generator seed (same seed, same traffic)")
 	fs.BoolVar(&c.JSON, "json", false, "print one JSON object instead of the table and progress")
 	fs.StringVar(&c.Dir, "dir", "", "scratch directory on the disk to measure (default: a temp dir)")
-	_, err := parse(fs, args)
+	_, err := cli.Parse(fs, args)
 	return c, err
 }
 
 func parseBenchRedact(args []string, stderr io.Writer) (runner.RedactConfig, error) {
 	c := runner.RedactConfig{Command: runner.CommandLine(append([]string{"hindsight", "bench", "redact"}, args...))}
-	fs := newFlags("bench redact", benchUsage, stderr)
+	fs := cli.NewFlags("bench redact", benchUsage, stderr)
 	datasets := "../shared/datasets"
 	if d, ok := os.LookupEnv("HINDSIGHT_DATASETS"); ok && d != "" {
 		datasets = d
@@ -284,22 +285,22 @@ func parseBenchRedact(args []string, stderr io.Writer) (runner.RedactConfig, err
 	fs.IntVar(&c.Rounds, "rounds", 2, "batch-ingest runs with redaction off and with it on, alternated")
 	fs.StringVar(&c.Out, "out", "", "directory for report.md and result.json")
 	fs.BoolVar(&c.JSON, "json", false, "print only the JSON result")
-	pos, err := parse(fs, args)
+	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return c, err
 	}
 	if len(pos) > 0 {
-		return c, &usageError{fmt.Sprintf("bench redact takes no arguments, got %q", pos)}
+		return c, cli.Usagef("bench redact takes no arguments, got %q", pos)
 	}
 	if c.PerKind < 1 || c.Rounds < 1 || c.IngestMessages < 500 {
-		return c, &usageError{"--per-kind and --rounds must be at least 1, --ingest-messages at least 500"}
+		return c, cli.Usage("--per-kind and --rounds must be at least 1, --ingest-messages at least 500")
 	}
 	return c, nil
 }
 
 func parseBenchImport(args []string, stderr io.Writer) (runner.ImportConfig, error) {
 	c := runner.ImportConfig{Command: runner.CommandLine(append([]string{"hindsight", "bench", "import"}, args...))}
-	fs := newFlags("bench import", "bench import [flags]", stderr)
+	fs := cli.NewFlags("bench import", "bench import [flags]", stderr)
 	size := fs.String("size", "1GB", "generated history per format: a number of bytes with KB, MB or GB (binary units)")
 	formats := fs.String("formats", "", "comma-separated formats to generate (default: all of "+strings.Join(historyAgents(), ", ")+")")
 	fs.StringVar(&c.Transcripts, "transcripts", "", "the real transcripts (a directory with manifest.tsv; default $HINDSIGHT_DATASETS/transcripts or ../shared/datasets/transcripts when there); none to skip")
@@ -307,20 +308,20 @@ func parseBenchImport(args []string, stderr io.Writer) (runner.ImportConfig, err
 	fs.StringVar(&c.Dir, "dir", "", "scratch directory for the histories and the server's data (default: a temp dir; needs about twice --size per format)")
 	fs.StringVar(&c.Out, "out", "", "directory for report.md and result.json")
 	fs.BoolVar(&c.JSON, "json", false, "print only JSON")
-	pos, err := parse(fs, args)
+	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return c, err
 	}
 	if len(pos) > 0 {
-		return c, &usageError{fmt.Sprintf("bench import takes no arguments, got %q", pos)}
+		return c, cli.Usagef("bench import takes no arguments, got %q", pos)
 	}
 	if c.Size, err = parseBytes(*size); err != nil || c.Size <= 0 {
-		return c, &usageError{fmt.Sprintf("--size %q: want a positive number of bytes, e.g. 200MB or 1GB", *size)}
+		return c, cli.Usagef("--size %q: want a positive number of bytes, e.g. 200MB or 1GB", *size)
 	}
 	for _, f := range strings.Split(*formats, ",") {
 		if f = strings.TrimSpace(f); f != "" {
 			if !slices.Contains(historyAgents(), f) {
-				return c, &usageError{fmt.Sprintf("--formats: no generator for %q (%s)", f, strings.Join(historyAgents(), ", "))}
+				return c, cli.Usagef("--formats: no generator for %q (%s)", f, strings.Join(historyAgents(), ", "))
 			}
 			c.Formats = append(c.Formats, f)
 		}
@@ -338,7 +339,7 @@ func parseBenchImport(args []string, stderr io.Writer) (runner.ImportConfig, err
 		}
 	default:
 		if _, err := os.Stat(filepath.Join(c.Transcripts, "manifest.tsv")); err != nil {
-			return c, &usageError{fmt.Sprintf("--transcripts %s: no manifest.tsv there", c.Transcripts)}
+			return c, cli.Usagef("--transcripts %s: no manifest.tsv there", c.Transcripts)
 		}
 	}
 	return c, nil
@@ -346,7 +347,7 @@ func parseBenchImport(args []string, stderr io.Writer) (runner.ImportConfig, err
 
 func parseBenchEmbed(args []string, cfg config.Config, stderr io.Writer) (runner.EmbedConfig, error) {
 	c := runner.EmbedConfig{Command: runner.CommandLine(append([]string{"hindsight", "bench", "embed"}, args...))}
-	fs := newFlags("bench embed", benchUsage, stderr)
+	fs := cli.NewFlags("bench embed", benchUsage, stderr)
 	modelDir := cfg.Semantic.ModelDir
 	if d, ok := os.LookupEnv("HINDSIGHT_MODEL_DIR"); ok && d != "" {
 		modelDir = d
@@ -357,22 +358,22 @@ func parseBenchEmbed(args []string, cfg config.Config, stderr io.Writer) (runner
 	fs.Uint64Var(&c.Seed, "seed", 1, "seed of the generated text and matrices")
 	fs.StringVar(&c.Out, "out", "", "directory for report.md and result.json")
 	fs.BoolVar(&c.JSON, "json", false, "print only the JSON result")
-	pos, err := parse(fs, args)
+	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return c, err
 	}
 	if len(pos) > 0 {
-		return c, &usageError{fmt.Sprintf("bench embed takes no arguments, got %q", pos)}
+		return c, cli.Usagef("bench embed takes no arguments, got %q", pos)
 	}
 	if c.Windows < 1 || c.Rounds < 1 {
-		return c, &usageError{"--windows and --rounds must be at least 1"}
+		return c, cli.Usage("--windows and --rounds must be at least 1")
 	}
 	return c, nil
 }
 
 func parseBenchWatch(args []string, stderr io.Writer) (runner.WatchConfig, error) {
 	c := runner.WatchConfig{Command: runner.CommandLine(append([]string{"hindsight", "bench", "watch"}, args...))}
-	fs := newFlags("bench watch", "bench watch [flags]", stderr)
+	fs := cli.NewFlags("bench watch", "bench watch [flags]", stderr)
 	fs.IntVar(&c.Messages, "messages", 600, "messages appended (at least 1)")
 	fs.IntVar(&c.PerAgent, "sessions-per-agent", 3, "sessions of each agent (Claude Code, Codex) appended to")
 	interval := fs.String("interval", "100ms-500ms", "appends are this far apart, uniformly: MIN-MAX")
@@ -380,12 +381,12 @@ func parseBenchWatch(args []string, stderr io.Writer) (runner.WatchConfig, error
 	fs.StringVar(&c.Dir, "dir", "", "scratch directory for the home and the server's data (default: a temp dir)")
 	fs.StringVar(&c.Out, "out", "", "directory for report.md and result.json")
 	fs.BoolVar(&c.JSON, "json", false, "print only JSON")
-	pos, err := parse(fs, args)
+	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return c, err
 	}
 	if len(pos) > 0 {
-		return c, &usageError{fmt.Sprintf("bench watch takes no arguments, got %q", pos)}
+		return c, cli.Usagef("bench watch takes no arguments, got %q", pos)
 	}
 	lo, hi, ok := strings.Cut(*interval, "-")
 	if ok {
@@ -395,10 +396,10 @@ func parseBenchWatch(args []string, stderr io.Writer) (runner.WatchConfig, error
 		}
 	}
 	if !ok || err != nil || c.MinInterval <= 0 || c.MaxInterval < c.MinInterval {
-		return c, &usageError{fmt.Sprintf("--interval %q: want MIN-MAX durations, e.g. 100ms-500ms", *interval)}
+		return c, cli.Usagef("--interval %q: want MIN-MAX durations, e.g. 100ms-500ms", *interval)
 	}
 	if c.Messages < 1 || c.PerAgent < 1 {
-		return c, &usageError{"--messages and --sessions-per-agent must be at least 1"}
+		return c, cli.Usage("--messages and --sessions-per-agent must be at least 1")
 	}
 	return c, nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hindsight-dev/hindsight/internal/cli"
 	"os"
 	"path/filepath"
 	"slices"
@@ -419,8 +420,7 @@ func TestBenchRelevanceFlags(t *testing.T) {
 	}
 	for _, tt := range tests {
 		_, err := parseBenchRelevance(tt.args, &config.Config{}, &bytes.Buffer{})
-		var ue *usageError
-		if !errors.As(err, &ue) || !strings.Contains(err.Error(), tt.wantErr) {
+		if !cli.IsUsage(err) || !strings.Contains(err.Error(), tt.wantErr) {
 			t.Errorf("%v: err = %v, want a usage error containing %q", tt.args, err, tt.wantErr)
 		}
 	}

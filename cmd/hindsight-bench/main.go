@@ -15,6 +15,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/hindsight-dev/hindsight/internal/cli"
 	"io"
 	"os"
 	"os/exec"
@@ -51,52 +52,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return err
 }
 
-// usageError marks a mistake in the command line (exit status 2).
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }
-
 // exitCode is the process's exit status for err: 2 for a mistake in the
 // command line or the configuration, else 1.
 func exitCode(err error) int {
-	var ue *usageError
 	var ce *config.Error
 	var fe *runner.FlagError
-	if errors.As(err, &ue) || errors.As(err, &ce) || errors.As(err, &fe) {
+	if cli.IsUsage(err) || errors.As(err, &ce) || errors.As(err, &fe) {
 		return 2
 	}
 	return 1
-}
-
-// newFlags returns a flag set that reports errors as usage errors and prints
-// its help to stderr.
-func newFlags(name, synopsis string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: hindsight %s\n\nFlags:\n", synopsis)
-		fs.PrintDefaults()
-	}
-	return fs
-}
-
-// parse parses flags, allowing them before and after positional arguments.
-func parse(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
-			}
-			return nil, &usageError{err.Error()}
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return pos, nil
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
-	}
 }
 
 // hindsightBinary finds the hindsight whose import the import and watch

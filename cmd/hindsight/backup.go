@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hindsight-dev/hindsight/internal/cli"
 	"io"
 	"os"
 	"syscall"
@@ -19,12 +20,12 @@ import (
 // running server through its admin socket, so backups need no downtime.
 func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg := config.Default()
-	fs := newFlags("backup", "backup --out FILE [--data DIR]", stderr)
+	fs := cli.NewFlags("backup", "backup --out FILE [--data DIR]", stderr)
 	out := fs.String("out", "", "file to write the backup to (required; must not exist)")
 	if pos, err := loadFlags(fs, args, func(ld *config.Loader) { ld.Data(&cfg) }); err != nil {
 		return err
 	} else if len(pos) > 0 || *out == "" {
-		return &usageError{"usage: hindsight backup --out FILE [--data DIR]"}
+		return cli.Usage("usage: hindsight backup --out FILE [--data DIR]")
 	}
 	if _, err := os.Stat(*out); err == nil {
 		return fmt.Errorf("backup: %s exists; choose a new file", *out)
@@ -83,12 +84,12 @@ func openPartial(name string) (*os.File, error) {
 // index is rebuilt from the records at the next start.
 func cmdRestore(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg := config.Default()
-	pos, err := loadFlags(newFlags("restore", "restore FILE --data DIR", stderr), args, func(ld *config.Loader) { ld.Data(&cfg) })
+	pos, err := loadFlags(cli.NewFlags("restore", "restore FILE --data DIR", stderr), args, func(ld *config.Loader) { ld.Data(&cfg) })
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return &usageError{"usage: hindsight restore FILE --data DIR"}
+		return cli.Usage("usage: hindsight restore FILE --data DIR")
 	}
 	if err := server.Restore(ctx, pos[0], cfg.Data); err != nil {
 		return err

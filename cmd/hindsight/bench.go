@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hindsight-dev/hindsight/internal/cli"
 	"io"
 	"os"
 	"os/exec"
@@ -57,7 +58,7 @@ func benchBinary() (string, error) {
 	if p, err := exec.LookPath("hindsight-bench"); err == nil {
 		return p, nil
 	}
-	return "", &usageError{"the benchmarks are a binary of their own, hindsight-bench, and none was found beside hindsight or on PATH: " +
+	return "", cli.Usage("the benchmarks are a binary of their own, hindsight-bench, and none was found beside hindsight or on PATH: " +
 		"build it with `go build ./cmd/hindsight-bench` (make build builds both) and put it beside hindsight, " +
-		"or run a bench from a checkout with `go run ./cmd/hindsight-bench relevance|load|ingest|... [flags]`"}
+		"or run a bench from a checkout with `go run ./cmd/hindsight-bench relevance|load|ingest|... [flags]`")
 }

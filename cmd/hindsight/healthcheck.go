@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/hindsight-dev/hindsight/internal/cli"
 	"io"
 	"net"
 	"net/http"
@@ -15,7 +16,7 @@ import (
 // container image has no shell tools, so its HEALTHCHECK runs the binary.
 func cmdHealthcheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg := config.Default()
-	if _, err := loadFlags(newFlags("healthcheck", "healthcheck [--addr HOST:PORT]", stderr), args, func(ld *config.Loader) {
+	if _, err := loadFlags(cli.NewFlags("healthcheck", "healthcheck [--addr HOST:PORT]", stderr), args, func(ld *config.Loader) {
 		ld.Addr(&cfg, "address the server listens on")
 	}); err != nil {
 		return err
@@ -23,7 +24,7 @@ func cmdHealthcheck(ctx context.Context, args []string, stdout, stderr io.Writer
 	addr := &cfg.Addr
 	host, port, err := net.SplitHostPort(*addr)
 	if err != nil {
-		return &usageError{fmt.Sprintf("--addr %q: %v", *addr, err)}
+		return cli.Usagef("--addr %q: %v", *addr, err)
 	}
 	if host == "" || host == "0.0.0.0" || host == "::" {
 		host = "127.0.0.1"

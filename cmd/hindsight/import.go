@@ -9,6 +9,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/hindsight-dev/hindsight/internal/cli"
 	"io"
 	"net/http"
 	"os"
@@ -103,7 +104,7 @@ func defaultPlaces(a importer.Agent) []string {
 
 func parseImport(args []string, stderr io.Writer) (importConfig, error) {
 	c := importConfig{Config: config.Default()}
-	fs := newFlags("import", importSynopsis, stderr)
+	fs := cli.NewFlags("import", importSynopsis, stderr)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: hindsight %s\n\n%s\nFlags:\n", importSynopsis, importHelp())
 		fs.PrintDefaults()
@@ -119,12 +120,12 @@ func parseImport(args []string, stderr io.Writer) (importConfig, error) {
 	ld := config.NewLoader(fs, os.LookupEnv, server.ConfigChecks())
 	ld.Client(&c.Config)
 	ld.Redact(&c.Config)
-	pos, err := parse(fs, args)
+	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return c, err
 	}
 	if err := ld.Err(); err != nil {
-		return c, &usageError{err.Error()}
+		return c, cli.Usage(err.Error())
 	}
 	// The key is read after parsing so that --help never prints it.
 	ld.APIKey(&c.Config)
@@ -132,7 +133,7 @@ func parseImport(args []string, stderr io.Writer) (importConfig, error) {
 		c.Agent = pos[0]
 		if _, ok := importer.AgentNamed(c.Agent); !ok {
 			fmt.Fprintf(stderr, "Usage: hindsight %s\n\n%s", importSynopsis, importHelp())
-			return c, &usageError{fmt.Sprintf("unknown agent %q (one of: %s)", c.Agent, strings.Join(agentNames(), ", "))}
+			return c, cli.Usagef("unknown agent %q (one of: %s)", c.Agent, strings.Join(agentNames(), ", "))
 		}
 	}
 	switch len(pos) {
@@ -140,32 +141,32 @@ func parseImport(args []string, stderr io.Writer) (importConfig, error) {
 	case 2:
 		c.Dir = pos[1]
 	default:
-		return c, &usageError{fmt.Sprintf("import takes an agent and one path, got %q", pos)}
+		return c, cli.Usagef("import takes an agent and one path, got %q", pos)
 	}
 	if c.DryRun {
 		if c.Watch {
-			return c, &usageError{"--dry-run and --watch do not go together"}
+			return c, cli.Usage("--dry-run and --watch do not go together")
 		}
 		return c, nil
 	}
 	if c.RetryMax < 10*time.Millisecond {
-		return c, &usageError{"--retry-max must be at least 10ms"}
+		return c, cli.Usage("--retry-max must be at least 10ms")
 	}
 	if c.Watch && c.State == "" {
 		home, err := os.UserHomeDir()
 		if err != nil {
-			return c, &usageError{"no home directory for the watch state: pass --state FILE"}
+			return c, cli.Usage("no home directory for the watch state: pass --state FILE")
 		}
 		c.State = importer.DefaultWatchState(home, os.Getenv)
 	}
 	if c.APIKey == "" {
-		return c, &usageError{"an API key is needed: pass --key or set HINDSIGHT_API_KEY (create one with: hindsight keys create --user NAME)"}
+		return c, cli.Usage("an API key is needed: pass --key or set HINDSIGHT_API_KEY (create one with: hindsight keys create --user NAME)")
 	}
 	if !strings.HasPrefix(c.ServerURL, "http://") && !strings.HasPrefix(c.ServerURL, "https://") {
-		return c, &usageError{fmt.Sprintf("--server must be an http:// or https:// URL, got %q", c.ServerURL)}
+		return c, cli.Usagef("--server must be an http:// or https:// URL, got %q", c.ServerURL)
 	}
 	if c.Concurrency < 1 || c.MaxPart < 1024 {
-		return c, &usageError{"--concurrency must be at least 1 and --max-part-bytes at least 1024"}
+		return c, cli.Usage("--concurrency must be at least 1 and --max-part-bytes at least 1024")
 	}
 	return c, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/hindsight-dev/hindsight/internal/cli"
 	"io"
 	"text/tabwriter"
 
@@ -17,10 +18,10 @@ const keysUsage = `keys create --user NAME [--label TEXT] [--data DIR]   issue a
 func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, "Usage: hindsight "+keysUsage)
-		return &usageError{"keys needs a subcommand: create, list or revoke"}
+		return cli.Usage("keys needs a subcommand: create, list or revoke")
 	}
 	cfg := config.Default()
-	fs := newFlags("keys", keysUsage, stderr)
+	fs := cli.NewFlags("keys", keysUsage, stderr)
 	user := fs.String("user", "", "user name")
 	label := fs.String("label", "", "a label to recognise the key by (create)")
 	pos, err := loadFlags(fs, args[1:], func(ld *config.Loader) { ld.Data(&cfg) })
@@ -30,7 +31,7 @@ func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	switch args[0] {
 	case "create":
 		if *user == "" || len(pos) != 0 {
-			return &usageError{"usage: hindsight keys create --user NAME [--label TEXT]"}
+			return cli.Usage("usage: hindsight keys create --user NAME [--label TEXT]")
 		}
 		return admin.With(ctx, cfg.Data, passwordCost, func(ops admin.Ops) error {
 			key, rec, err := ops.CreateKey(ctx, *user, *label)
@@ -42,7 +43,7 @@ func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		})
 	case "list":
 		if *user == "" || len(pos) != 0 {
-			return &usageError{"usage: hindsight keys list --user NAME"}
+			return cli.Usage("usage: hindsight keys list --user NAME")
 		}
 		return admin.With(ctx, cfg.Data, passwordCost, func(ops admin.Ops) error {
 			ks, err := ops.Keys(ctx, *user)
@@ -62,7 +63,7 @@ func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		})
 	case "revoke":
 		if len(pos) != 1 {
-			return &usageError{"usage: hindsight keys revoke PREFIX"}
+			return cli.Usage("usage: hindsight keys revoke PREFIX")
 		}
 		return admin.With(ctx, cfg.Data, passwordCost, func(ops admin.Ops) error {
 			k, err := ops.Revoke(ctx, pos[0])
@@ -73,5 +74,5 @@ func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return nil
 		})
 	}
-	return &usageError{fmt.Sprintf("unknown keys subcommand %q (create, list or revoke)", args[0])}
+	return cli.Usagef("unknown keys subcommand %q (create, list or revoke)", args[0])
 }

@@ -2,7 +2,7 @@ package main
 
 import (
 	"context"
-	"fmt"
+	"github.com/hindsight-dev/hindsight/internal/cli"
 	"io"
 	"net/http"
 	"os"
@@ -20,27 +20,27 @@ import (
 func cmdMCP(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg := config.Default()
 	cfg.LogLevel = "warn" // stderr of an assistant's child process: quiet unless asked
-	fs := newFlags("mcp", "mcp [--server URL] [--key KEY]", stderr)
+	fs := cli.NewFlags("mcp", "mcp [--server URL] [--key KEY]", stderr)
 	ld := config.NewLoader(fs, os.LookupEnv, config.Checks{})
 	ld.Client(&cfg)
 	ld.LogLevel(&cfg)
-	pos, err := parse(fs, args)
+	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if err := ld.Err(); err != nil {
-		return &usageError{err.Error()}
+		return cli.Usage(err.Error())
 	}
 	if len(pos) > 0 {
-		return &usageError{fmt.Sprintf("mcp takes no arguments, got %q", pos)}
+		return cli.Usagef("mcp takes no arguments, got %q", pos)
 	}
 	// The key is read after parsing so that --help never prints it.
 	ld.APIKey(&cfg)
 	if cfg.APIKey == "" {
-		return &usageError{"an API key is needed: set HINDSIGHT_API_KEY (or pass --key); create one with: hindsight keys create --user NAME"}
+		return cli.Usage("an API key is needed: set HINDSIGHT_API_KEY (or pass --key); create one with: hindsight keys create --user NAME")
 	}
 	if !strings.HasPrefix(cfg.ServerURL, "http://") && !strings.HasPrefix(cfg.ServerURL, "https://") {
-		return &usageError{fmt.Sprintf("the server must be an http:// or https:// URL (HINDSIGHT_URL), got %q", cfg.ServerURL)}
+		return cli.Usagef("the server must be an http:// or https:// URL (HINDSIGHT_URL), got %q", cfg.ServerURL)
 	}
 	log := newLogger("json", cfg.LogLevel, stderr)
 	out, ok := stdout.(io.WriteCloser)

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"github.com/hindsight-dev/hindsight/internal/cli"
 	"io"
 	"maps"
 	"slices"
@@ -24,7 +25,7 @@ import (
 // next start when it was stopped). An interrupted run resumes.
 func cmdRedact(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg := config.Default()
-	fs := newFlags("redact", "redact [--data DIR] [--dry-run] [--redact-rules FILE]", stderr)
+	fs := cli.NewFlags("redact", "redact [--data DIR] [--dry-run] [--redact-rules FILE]", stderr)
 	dry := fs.Bool("dry-run", false, "count what would be redacted, by kind, and change nothing")
 	pos, err := loadFlags(fs, args, func(ld *config.Loader) {
 		ld.Data(&cfg)
@@ -34,10 +35,10 @@ func cmdRedact(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	if len(pos) > 0 {
-		return &usageError{"redact takes no arguments"}
+		return cli.Usage("redact takes no arguments")
 	}
 	if cfg.Redact.Off {
-		return &usageError{"--redact=off (or HINDSIGHT_REDACT=off) leaves nothing to redact with"}
+		return cli.Usage("--redact=off (or HINDSIGHT_REDACT=off) leaves nothing to redact with")
 	}
 	red, err := server.NewRedactor(cfg.Redact)
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/hindsight-dev/hindsight/internal/cli"
 	"io"
 
 	"github.com/hindsight-dev/hindsight/config"
@@ -18,14 +19,14 @@ import (
 // text hash, so an interrupted run picks up where it stopped.
 func cmdReembed(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg := config.Default()
-	if pos, err := loadFlags(newFlags("reembed", "reembed [--data DIR] [--embedder openai|local]", stderr), args, func(ld *config.Loader) {
+	if pos, err := loadFlags(cli.NewFlags("reembed", "reembed [--data DIR] [--embedder openai|local]", stderr), args, func(ld *config.Loader) {
 		ld.Data(&cfg)
 		ld.Semantic(&cfg)
 		ld.Embedder(&cfg, "openai or local; default as for serve")
 	}); err != nil {
 		return err
 	} else if len(pos) > 0 {
-		return &usageError{"reembed takes no arguments"}
+		return cli.Usage("reembed takes no arguments")
 	}
 	st, err := server.OpenStore(cfg.Data)
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/hindsight-dev/hindsight/internal/cli"
 	"io"
 
 	"github.com/hindsight-dev/hindsight/config"
@@ -16,14 +17,14 @@ import (
 // index by itself at start anyway.
 func cmdReindex(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg := config.Default()
-	if pos, err := loadFlags(newFlags("reindex", "reindex [--data DIR] [--text-index bleve|weaviate]", stderr), args, func(ld *config.Loader) {
+	if pos, err := loadFlags(cli.NewFlags("reindex", "reindex [--data DIR] [--text-index bleve|weaviate]", stderr), args, func(ld *config.Loader) {
 		ld.Data(&cfg)
 		ld.Semantic(&cfg) // WEAVIATE_URL, WEAVIATE_API_KEY
 		ld.TextIndex(&cfg)
 	}); err != nil {
 		return err
 	} else if len(pos) > 0 {
-		return &usageError{"reindex takes no arguments"}
+		return cli.Usage("reindex takes no arguments")
 	}
 	var bar *progress.Bar
 	s, c, err := server.Reindex(ctx, cfg, func(done, total int) {

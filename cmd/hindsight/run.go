@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/hindsight-dev/hindsight/internal/cli"
 	"io"
 	"os"
 
@@ -33,16 +34,11 @@ Every command takes --data DIR (env HINDSIGHT_DATA, default ./hindsight-data).
 Run "hindsight COMMAND --help" for the flags of a command.
 `
 
-// usageError marks a mistake in the command line (exit status 2).
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }
-
 // run executes one hindsight command; stdout gets results, stderr progress and logs.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
-		return &usageError{"no command given"}
+		return cli.Usage("no command given")
 	}
 	err := dispatch(ctx, args[0], args[1:], stdout, stderr)
 	if errors.Is(err, flag.ErrHelp) {
@@ -85,53 +81,20 @@ func dispatch(ctx context.Context, cmd string, rest []string, stdout, stderr io.
 		return nil
 	}
 	fmt.Fprint(stderr, usage)
-	return &usageError{fmt.Sprintf("unknown command %q", cmd)}
+	return cli.Usagef("unknown command %q", cmd)
 }
 
 const version = server.Version
 
-// newFlags returns a flag set that reports errors as usage errors and prints
-// its help to stderr.
-func newFlags(name, synopsis string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: hindsight %s\n\nFlags:\n", synopsis)
-		fs.PrintDefaults()
-	}
-	return fs
-}
-
-// parse parses flags, allowing them before and after positional arguments
-// (hindsight users create alice --data DIR).
-func parse(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
-			}
-			return nil, &usageError{err.Error()}
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return pos, nil
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
-	}
-}
-
 // exitCode is the process's exit status for err: hindsight-bench's own for
 // a bench, 2 for a mistake in the command line or the configuration, else 1.
 func exitCode(err error) int {
-	var ue *usageError
 	var ce *config.Error
 	var child *childExit
 	switch {
 	case errors.As(err, &child):
 		return child.code
-	case errors.As(err, &ue) || errors.As(err, &ce):
+	case cli.IsUsage(err) || errors.As(err, &ce):
 		return 2
 	}
 	return 1
@@ -143,12 +106,12 @@ func exitCode(err error) int {
 func loadFlags(fs *flag.FlagSet, args []string, bind func(*config.Loader)) ([]string, error) {
 	ld := config.NewLoader(fs, os.LookupEnv, server.ConfigChecks())
 	bind(ld)
-	pos, err := parse(fs, args)
+	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return nil, err
 	}
 	if err := ld.Err(); err != nil {
-		return nil, &usageError{err.Error()}
+		return nil, cli.Usage(err.Error())
 	}
 	return pos, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/hindsight-dev/hindsight/internal/cli"
 	"io"
 	"net"
 	"os"
@@ -19,12 +20,12 @@ import (
 // parseServe reads serve's flags and environment into a Config.
 func parseServe(args []string, stderr io.Writer) (config.Config, error) {
 	cfg := config.Default()
-	pos, err := loadFlags(newFlags("serve", "serve [flags]", stderr), args, func(ld *config.Loader) { ld.Serve(&cfg) })
+	pos, err := loadFlags(cli.NewFlags("serve", "serve [flags]", stderr), args, func(ld *config.Loader) { ld.Serve(&cfg) })
 	if err != nil {
 		return cfg, err
 	}
 	if len(pos) > 0 {
-		return cfg, &usageError{fmt.Sprintf("serve takes no arguments, got %q", pos)}
+		return cfg, cli.Usagef("serve takes no arguments, got %q", pos)
 	}
 	// The admin socket hashes passwords at the commands' cost (tests lower it).
 	cfg.BcryptCost = passwordCost

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hindsight-dev/hindsight/internal/cli"
 	"io"
 	"os"
 	"strings"
@@ -25,10 +26,10 @@ const usersUsage = `users create NAME [--password-stdin] [--data DIR]   add a us
 func cmdUsers(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, "Usage: hindsight "+usersUsage)
-		return &usageError{"users needs a subcommand: create, password or list"}
+		return cli.Usage("users needs a subcommand: create, password or list")
 	}
 	cfg := config.Default()
-	fs := newFlags("users", usersUsage, stderr)
+	fs := cli.NewFlags("users", usersUsage, stderr)
 	fromStdin := fs.Bool("password-stdin", false, "read the dashboard password from the first line of stdin (never pass it as an argument)")
 	pos, err := loadFlags(fs, args[1:], func(ld *config.Loader) { ld.Data(&cfg) })
 	if err != nil {
@@ -37,7 +38,7 @@ func cmdUsers(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	switch args[0] {
 	case "create":
 		if len(pos) != 1 {
-			return &usageError{"usage: hindsight users create NAME [--password-stdin]"}
+			return cli.Usage("usage: hindsight users create NAME [--password-stdin]")
 		}
 		if err := accounts.ValidUserName(pos[0]); err != nil {
 			return fmt.Errorf("create user: %w", err)
@@ -68,7 +69,7 @@ func cmdUsers(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		})
 	case "password":
 		if len(pos) != 1 {
-			return &usageError{"usage: hindsight users password NAME [--password-stdin]"}
+			return cli.Usage("usage: hindsight users password NAME [--password-stdin]")
 		}
 		pw, err := readPassword(pos[0], *fromStdin, true, stderr)
 		if err != nil {
@@ -95,7 +96,7 @@ func cmdUsers(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return tw.Flush()
 		})
 	}
-	return &usageError{fmt.Sprintf("unknown users subcommand %q (create, password or list)", args[0])}
+	return cli.Usagef("unknown users subcommand %q (create, password or list)", args[0])
 }
 
 // passwordInput is where passwords are read: stdin, and whether it is a
@@ -146,7 +147,7 @@ func readPassword(name string, fromStdin, required bool, stderr io.Writer) (stri
 			return "", errors.New("the two passwords differ")
 		}
 	case required:
-		return "", &usageError{"no password given: pipe it with --password-stdin, or run this on a terminal to be asked"}
+		return "", cli.Usage("no password given: pipe it with --password-stdin, or run this on a terminal to be asked")
 	default:
 		return "", nil
 	}
