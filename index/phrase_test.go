@@ -350,3 +350,44 @@ func TestPhraseBudgetSaysPartial(t *testing.T) {
 		t.Errorf("chunks with 41 candidate sessions and a budget of 8: err %v, want ErrPartial", err)
 	}
 }
+
+// TestLazyPhraseCheck: a search for a few hits checks positions on the
+// best documents holding a phrase's pairs, asks for more while too few
+// pass, and past maxLazyFetch checks them all. Here the 1,100 best
+// documents hold both pairs of "flaky socket timeout" apart, and only two
+// weaker ones the phrase: every round of the lazy check fails, and the
+// answer must still be those two, as the exhaustive evaluation finds.
+func TestLazyPhraseCheck(t *testing.T) {
+	ix := openTest(t, "")
+	var ss []Session
+	for i := range maxLazyFetch + 100 {
+		ss = append(ss, conversation("u", fmt.Sprintf("decoy%04d", i), "", [2]string{"flaky socket flaky socket, socket timeout socket timeout", "no"}))
+	}
+	filler := strings.Repeat("unrelated words about the weather and lunch ", 40)
+	ss = append(ss,
+		conversation("u", "holder1", "", [2]string{"a flaky socket timeout " + filler, "yes"}),
+		conversation("u", "holder2", "", [2]string{filler + " the flaky socket timeout again", "yes"}))
+	put(t, ix, ss...)
+	for _, limit := range []int{1, 3, 20} {
+		hits := search(t, ix, Query{UserID: "u", Text: `"flaky socket timeout"`, Limit: limit})
+		want := []string{"holder1", "holder2"}[:min(limit, 2)]
+		if got := sorted(ids(hits)); !slices.Equal(got, sorted(want)) {
+			t.Errorf("limit %d: %v, want %v", limit, got, want)
+		}
+	}
+	pq, err := parseQuery(ix.analyzer, `"flaky socket timeout"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pruned, err := searchWords(context.Background(), ix.sessions, &ix.sessionLengths, "u", pq, 3, evaluation{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := searchWords(context.Background(), ix.sessions, &ix.sessionLengths, "u", pq, 3, evaluation{exhaustive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(pruned.docs, all.docs) {
+		t.Errorf("lazy %v, exhaustive %v", pruned.docs, all.docs)
+	}
+}

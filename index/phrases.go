@@ -21,6 +21,13 @@ import (
 // (posCursor) and intersected, offset by offset, until a start is left or
 // none is. A phrase matches in the body or in the title (whose pairs have
 // their own terms), never partly in each.
+//
+// The position check costs in proportion to the documents it reads, and
+// a phrase many documents hold needs only the best few of them: a pruned
+// search for a few hits (the lazy filter) scores the documents holding
+// the pairs and checks positions on its best ones (wordSearch.bestChecked),
+// asking for more while fewer than the limit pass, and checks every
+// document only past maxLazyFetch of them.
 
 // docFilter is what a query's phrases and exclusions leave of each
 // segment's documents: those holding every phrase (required, when there
@@ -31,6 +38,9 @@ import (
 type docFilter struct {
 	required []*roaring.Bitmap // by segment; nil slice: no phrase
 	excluded []*roaring.Bitmap // by segment; nil slice: no exclusion
+	// unchecked holds the phrases whose positions required does not
+	// check yet (lazy): its documents hold their pairs (verify checks).
+	unchecked []phrase
 }
 
 // apply narrows segment i's candidates; cand is not modified.
@@ -45,8 +55,11 @@ func (f *docFilter) apply(i int, cand *roaring.Bitmap) *roaring.Bitmap {
 }
 
 // phraseFilter returns the filter of pq's phrases and exclusions over the
-// user's live documents of segs; nil when pq has neither.
-func phraseFilter(ctx context.Context, segs []*scorch.SegmentSnapshot, userID string, pq parsedQuery) (*docFilter, error) {
+// user's live documents of segs; nil when pq has neither. With lazy, the
+// positions of the phrases are not read: required holds the documents
+// holding their pairs, and unchecked the phrases verify must still check.
+// Exclusions are always checked.
+func phraseFilter(ctx context.Context, segs []*scorch.SegmentSnapshot, userID string, pq parsedQuery, lazy bool) (*docFilter, error) {
 	var excl []phrase
 	for _, ph := range pq.Exclude {
 		if ph.exact() {
@@ -76,7 +89,7 @@ func phraseFilter(ctx context.Context, segs []*scorch.SegmentSnapshot, userID st
 		if f.required != nil {
 			req := user
 			for _, ph := range pq.Phrases {
-				if req, err = phraseDocs(ctx, s.Segment(), req, ph); err != nil {
+				if req, err = phraseDocs(ctx, s.Segment(), req, ph, !lazy); err != nil {
 					return nil, err
 				}
 			}
@@ -85,7 +98,7 @@ func phraseFilter(ctx context.Context, segs []*scorch.SegmentSnapshot, userID st
 		if f.excluded != nil {
 			exc := roaring.New()
 			for _, ph := range excl {
-				m, err := phraseDocs(ctx, s.Segment(), user, ph)
+				m, err := phraseDocs(ctx, s.Segment(), user, ph, true)
 				if err != nil {
 					return nil, err
 				}
@@ -94,18 +107,75 @@ func phraseFilter(ctx context.Context, segs []*scorch.SegmentSnapshot, userID st
 			f.excluded[i] = exc
 		}
 	}
+	if lazy {
+		for _, ph := range pq.Phrases {
+			if len(ph.pairs(pairTerm)) > 1 {
+				f.unchecked = append(f.unchecked, ph)
+			}
+		}
+	}
 	return f, nil
 }
 
+// verify returns the documents of best (in order) that hold every
+// unchecked phrase, read on the positions of segs.
+func (f *docFilter) verify(ctx context.Context, segs []*scorch.SegmentSnapshot, best []scoredDoc) ([]scoredDoc, error) {
+	if len(f.unchecked) == 0 {
+		return best, nil
+	}
+	bySeg := make(map[int]*roaring.Bitmap)
+	for _, d := range best {
+		if bySeg[d.seg] == nil {
+			bySeg[d.seg] = roaring.New()
+		}
+		bySeg[d.seg].Add(d.doc)
+	}
+	for i, docs := range bySeg {
+		for _, ph := range f.unchecked {
+			m, err := phraseDocs(ctx, segs[i].Segment(), docs, ph, true)
+			if err != nil {
+				return nil, err
+			}
+			docs = m
+		}
+		bySeg[i] = docs
+	}
+	kept := best[:0:0]
+	for _, d := range best {
+		if bySeg[d.seg].Contains(d.doc) {
+			kept = append(kept, d)
+		}
+	}
+	return kept, nil
+}
+
+// checkAll returns the filter with every unchecked phrase checked on the
+// positions of all the documents required holds.
+func (f *docFilter) checkAll(ctx context.Context, segs []*scorch.SegmentSnapshot) (*docFilter, error) {
+	out := &docFilter{required: make([]*roaring.Bitmap, len(f.required)), excluded: f.excluded}
+	for i, req := range f.required {
+		for _, ph := range f.unchecked {
+			m, err := phraseDocs(ctx, segs[i].Segment(), req, ph, true)
+			if err != nil {
+				return nil, err
+			}
+			req = m
+		}
+		out.required[i] = req
+	}
+	return out, nil
+}
+
 // phraseDocs returns the documents of within (seg's; not modified) that
-// hold ph in one message or in the title, exactly when ph.exact, else a
-// superset of them.
-func phraseDocs(ctx context.Context, seg segment.Segment, within *roaring.Bitmap, ph phrase) (*roaring.Bitmap, error) {
-	body, err := chainDocs(ctx, seg, within, ph.pairs(pairTerm))
+// hold ph in one message or in the title, exactly when ph.exact and
+// positions, else a superset of them (without positions: those holding
+// its pairs).
+func phraseDocs(ctx context.Context, seg segment.Segment, within *roaring.Bitmap, ph phrase, positions bool) (*roaring.Bitmap, error) {
+	body, err := chainDocs(ctx, seg, within, ph.pairs(pairTerm), positions)
 	if err != nil {
 		return nil, err
 	}
-	title, err := chainDocs(ctx, seg, within, ph.pairs(titlePairTerm))
+	title, err := chainDocs(ctx, seg, within, ph.pairs(titlePairTerm), positions)
 	if err != nil {
 		return nil, err
 	}
@@ -181,9 +251,9 @@ func (ph phrase) unpaired() [][]string {
 }
 
 // chainDocs returns the documents of within (not modified) holding every
-// pair of chain at positions p+at for one p; within itself for an empty
-// chain.
-func chainDocs(ctx context.Context, seg segment.Segment, within *roaring.Bitmap, chain []pairAt) (*roaring.Bitmap, error) {
+// pair of chain at positions p+at for one p (without positions: holding
+// every pair); within itself for an empty chain.
+func chainDocs(ctx context.Context, seg segment.Segment, within *roaring.Bitmap, chain []pairAt, positions bool) (*roaring.Bitmap, error) {
 	cand := within.Clone()
 	lists := make([][]segment.PostingsList, len(chain))
 	for k, p := range chain {
@@ -200,7 +270,7 @@ func chainDocs(ctx context.Context, seg segment.Segment, within *roaring.Bitmap,
 			return cand, nil
 		}
 	}
-	if len(chain) <= 1 {
+	if len(chain) <= 1 || !positions {
 		return cand, nil
 	}
 	cursors := make([][]*posCursor, len(chain))

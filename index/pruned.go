@@ -688,3 +688,50 @@ func (ws *wordSearch) raiseFloor(score float64) {
 		}
 	}
 }
+
+// Lazy phrase checks (phrases.go): a search for fewer than maxLazyFetch
+// hits fetches lazyGrowth times as many documents holding the phrases'
+// pairs while fewer than the limit hold the phrases, up to maxLazyFetch,
+// then checks the positions of every document holding the pairs.
+const (
+	lazyGrowth   = 4
+	maxLazyFetch = MaxLimit
+)
+
+// bestChecked is the pruned evaluation: the best limit documents of the
+// candidates, merged from the workers, with the phrases the filter left
+// unchecked checked on the best of them. The documents holding a phrase
+// are among those holding its pairs and keep their scores, so the best
+// that pass among the best fetched are the best of all once limit of them
+// pass or the candidates run out.
+func (ws *wordSearch) bestChecked(ctx context.Context, plan wordsPlan, workers, limit int) ([]scoredDoc, uint64, error) {
+	fetch := limit
+	for {
+		ws.floor.Store(0)
+		parts := ws.scoreBest(ctx, plan, workers, fetch)
+		if parts == nil {
+			return nil, 0, nil
+		}
+		best, total, err := mergeTop(parts, fetch)
+		if err != nil || ws.filter == nil || len(ws.filter.unchecked) == 0 {
+			return best, total, err
+		}
+		kept, err := ws.filter.verify(ctx, ws.segs, best)
+		if err != nil {
+			return nil, 0, err
+		}
+		if len(kept) >= limit || len(best) < fetch {
+			return kept[:min(limit, len(kept))], total, nil
+		}
+		if fetch < maxLazyFetch {
+			fetch = min(lazyGrowth*fetch, maxLazyFetch)
+			continue
+		}
+		// Past maxLazyFetch: check every document holding the pairs.
+		checked, err := ws.filter.checkAll(ctx, ws.segs)
+		if err != nil {
+			return nil, 0, err
+		}
+		ws.filter, fetch = checked, limit
+	}
+}

@@ -104,22 +104,26 @@ func searchWords(ctx context.Context, idx bleve.Index, lengths *lengthCache, use
 		// The plain words come first in terms, in query order.
 		plan = planFromFrequencies(n, pq.Terms, res.df[:len(pq.Terms)])
 	}
-	if ws.filter, err = phraseFilter(ctx, segs, userID, pq); err != nil {
+	// A pruned search for a few hits checks its phrases' positions on
+	// its best documents only (bestChecked); the exhaustive one, a count
+	// of every match and a search for many check them on every document.
+	lazy := !exhaustive && !ev.countAll && limit < maxLazyFetch
+	if ws.filter, err = phraseFilter(ctx, segs, userID, pq, lazy); err != nil {
 		return res, err
 	}
 	ws.weigh(n, ws.lengths.meanLength())
 	ws.countAll, ws.pruned = ev.countAll, ev.pruned
-	var parts []partialResult
+	var best []scoredDoc
+	var total uint64
 	if exhaustive {
 		tasks, work := ws.candidates(plan)
 		if len(tasks) == 0 {
 			return res, nil
 		}
-		parts = ws.scoreAll(ctx, tasks, work, ev.workers, limit)
-	} else if parts = ws.scoreBest(ctx, plan, ev.workers, limit); parts == nil {
-		return res, nil
+		best, total, err = mergeTop(ws.scoreAll(ctx, tasks, work, ev.workers, limit), limit)
+	} else {
+		best, total, err = ws.bestChecked(ctx, plan, ev.workers, limit)
 	}
-	best, total, err := mergeTop(parts, limit)
 	if err != nil {
 		return res, err
 	}
