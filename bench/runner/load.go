@@ -230,7 +230,7 @@ func timedRebuild(ctx context.Context, st *kv.Store, dir string, progressOut io.
 }
 
 // timedRawBleve reads every session's documents as a rebuild does, then
-// times only their indexing with Bleve's plain batch API (index.Plain), in
+// times only their indexing with Bleve's plain batch API (plainIndex), in
 // batches of the rebuild's size, into a fresh index in dir that it removes
 // afterwards.
 func timedRawBleve(ctx context.Context, st *kv.Store, dir string, progressOut io.Writer) (bench.RawRun, error) {
@@ -252,15 +252,15 @@ func timedRawBleve(ctx context.Context, st *kv.Store, dir string, progressOut io
 	if err != nil {
 		return bench.RawRun{}, err
 	}
-	p, err := index.OpenPlain(dir, index.Options{Text: ingest.Texts{Store: st}})
+	p, err := openPlain(dir, index.Options{Text: ingest.Texts{Store: st}})
 	if err != nil {
 		return bench.RawRun{}, err
 	}
 	bar := progress.New(progressOut, "raw bleve", n)
 	start, cpu, done := time.Now(), bench.ProcessCPU(), 0
 	for i, b := range batches {
-		if err := p.Put(ctx, b); err != nil {
-			p.Close()
+		if err := p.put(ctx, b); err != nil {
+			p.close()
 			return bench.RawRun{}, err
 		}
 		batches[i] = nil // the documents are written: let them go
@@ -269,7 +269,7 @@ func timedRawBleve(ctx context.Context, st *kv.Store, dir string, progressOut io
 	}
 	r := bench.RawRun{Sessions: n, Took: time.Since(start), CPU: bench.ProcessCPU() - cpu}
 	bar.Done()
-	return r, p.Close()
+	return r, p.close()
 }
 
 // searchableText is the size of the text the index scores for the users'
