@@ -131,14 +131,11 @@ func (f *docFilter) verify(ctx context.Context, segs []*scorch.SegmentSnapshot, 
 		bySeg[d.seg].Add(d.doc)
 	}
 	for i, docs := range bySeg {
-		for _, ph := range f.unchecked {
-			m, err := phraseDocs(ctx, segs[i].Segment(), docs, ph, true)
-			if err != nil {
-				return nil, err
-			}
-			docs = m
+		checked, err := f.check(ctx, segs[i].Segment(), docs)
+		if err != nil {
+			return nil, err
 		}
-		bySeg[i] = docs
+		bySeg[i] = checked
 	}
 	kept := best[:0:0]
 	for _, d := range best {
@@ -154,16 +151,26 @@ func (f *docFilter) verify(ctx context.Context, segs []*scorch.SegmentSnapshot, 
 func (f *docFilter) checkAll(ctx context.Context, segs []*scorch.SegmentSnapshot) (*docFilter, error) {
 	out := &docFilter{required: make([]*roaring.Bitmap, len(f.required)), excluded: f.excluded}
 	for i, req := range f.required {
-		for _, ph := range f.unchecked {
-			m, err := phraseDocs(ctx, segs[i].Segment(), req, ph, true)
-			if err != nil {
-				return nil, err
-			}
-			req = m
+		checked, err := f.check(ctx, segs[i].Segment(), req)
+		if err != nil {
+			return nil, err
 		}
-		out.required[i] = req
+		out.required[i] = checked
 	}
 	return out, nil
+}
+
+// check returns the documents of docs (seg's; not modified) that hold
+// every unchecked phrase, read on their positions.
+func (f *docFilter) check(ctx context.Context, seg segment.Segment, docs *roaring.Bitmap) (*roaring.Bitmap, error) {
+	for _, ph := range f.unchecked {
+		m, err := phraseDocs(ctx, seg, docs, ph, true)
+		if err != nil {
+			return nil, err
+		}
+		docs = m
+	}
+	return docs, nil
 }
 
 // phraseDocs returns the documents of within (seg's; not modified) that
