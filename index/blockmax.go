@@ -520,7 +520,8 @@ type blockCache struct {
 	segs    map[segment.Segment]int // entries by segment
 	bytes   int64
 	tick    uint64
-	limit   int64 // 0: blockCacheBytes (tests set less)
+	limit   int64           // 0: blockCacheBytes (tests set less)
+	built   map[keyKind]int // entries built, by kind (tests)
 }
 
 // blockKey names a term's blocks in a user's documents of a segment (kind
@@ -553,6 +554,14 @@ type blockEntry struct {
 // get returns the cached value of key, building it with build when it is
 // missing or stale says it no longer serves.
 func (c *blockCache) get(key blockKey, stale func(any) bool, build func() (any, int64, error)) (any, error) {
+	return c.getUsed(key, stale, 0, build)
+}
+
+// getUsed is get, but with used > 0 it leaves an entry's recency as it is
+// and gives one it builds the recency used (the warmer's builds, warm.go,
+// keep the recency of the blocks they copy: they do not make a word look
+// asked for).
+func (c *blockCache) getUsed(key blockKey, stale func(any) bool, used uint64, build func() (any, int64, error)) (any, error) {
 	c.mu.Lock()
 	if c.entries == nil {
 		c.entries = make(map[blockKey]*blockEntry)
@@ -571,13 +580,22 @@ func (c *blockCache) get(key blockKey, stale func(any) bool, build func() (any, 
 		}
 	}
 	if e != nil {
-		e.used = c.tick
+		if used == 0 {
+			e.used = c.tick
+		}
 		c.mu.Unlock()
 		<-e.done
 		return e.val, e.err
 	}
-	e = &blockEntry{done: make(chan struct{}), used: c.tick}
+	if used == 0 {
+		used = c.tick
+	}
+	e = &blockEntry{done: make(chan struct{}), used: used}
 	c.entries[key] = e
+	if c.built == nil {
+		c.built = make(map[keyKind]int)
+	}
+	c.built[key.kind]++
 	c.segs[key.seg]++
 	c.mu.Unlock()
 
@@ -607,9 +625,12 @@ func (c *blockCache) remove(key blockKey, e *blockEntry) {
 	}
 }
 
-// evict drops the least recently used entries until the cache holds at
-// most three quarters of its limit, when it holds more than the limit.
-// c.mu is held.
+// evict drops entries until the cache holds at most three quarters of
+// its limit, when it holds more than the limit. It is fair between users:
+// each entry it drops is the least recently used of the user whose
+// entries take the most bytes (the segments' document values, which serve
+// everyone, count as one more user), so one user's many queries evict
+// their own blocks before anyone else's. c.mu is held.
 func (c *blockCache) evict() {
 	limit := c.limit
 	if limit == 0 {
@@ -622,18 +643,43 @@ func (c *blockCache) evict() {
 		key blockKey
 		e   *blockEntry
 	}
-	var all []aged
+	// Each user's entries, least recently used first, and their bytes.
+	type owner struct {
+		entries []aged
+		bytes   int64
+	}
+	owners := make(map[string]*owner)
 	for k, e := range c.entries {
 		if e.size > 0 {
-			all = append(all, aged{k, e})
+			o := owners[k.user]
+			if o == nil {
+				o = &owner{}
+				owners[k.user] = o
+			}
+			o.entries = append(o.entries, aged{k, e})
+			o.bytes += e.size
 		}
 	}
-	slices.SortFunc(all, func(a, b aged) int { return cmp.Compare(a.e.used, b.e.used) })
-	for _, a := range all {
-		if c.bytes <= limit/4*3 {
-			break
+	heaviest := make([]*owner, 0, len(owners))
+	for _, o := range owners {
+		slices.SortFunc(o.entries, func(a, b aged) int { return cmp.Compare(b.e.used, a.e.used) }) // oldest last
+		heaviest = append(heaviest, o)
+	}
+	for c.bytes > limit/4*3 && len(heaviest) > 0 {
+		top := 0
+		for i, o := range heaviest {
+			if o.bytes > heaviest[top].bytes {
+				top = i
+			}
 		}
+		o := heaviest[top]
+		a := o.entries[len(o.entries)-1]
+		o.entries = o.entries[:len(o.entries)-1]
+		o.bytes -= a.e.size
 		c.remove(a.key, a.e)
+		if len(o.entries) == 0 {
+			heaviest = slices.Delete(heaviest, top, top+1)
+		}
 	}
 }
 
@@ -667,8 +713,13 @@ func (c *blockCache) values(seg segment.Segment) (*docValues, error) {
 
 // termBlocks returns term's blocks in user's documents of seg (u), cached.
 func (c *blockCache) termBlocks(seg segment.Segment, user string, u *userDocs, term string, avgdl float64) (*termBlocks, error) {
+	return c.termBlocksUsed(seg, user, u, term, avgdl, 0)
+}
+
+// termBlocksUsed is termBlocks with getUsed's used.
+func (c *blockCache) termBlocksUsed(seg segment.Segment, user string, u *userDocs, term string, avgdl float64, used uint64) (*termBlocks, error) {
 	stale := func(v any) bool { return avgdl > v.(*termBlocks).avgdl0*boundDrift }
-	v, err := c.get(blockKey{seg: seg, name: term, user: user}, stale, func() (any, int64, error) {
+	v, err := c.getUsed(blockKey{seg: seg, name: term, user: user}, stale, used, func() (any, int64, error) {
 		tb, err := buildTermBlocks(seg, u, term, avgdl)
 		if err != nil {
 			return nil, 0, err

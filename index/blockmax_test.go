@@ -282,3 +282,69 @@ func (tb *termBlocks) each(f func(b int, bi blockInfo)) {
 		}
 	}
 }
+
+// TestBlockCacheFair checks that eviction is fair between users: one
+// user's queries of many words, far past the limit, evict that user's own
+// blocks, not another user's few.
+func TestBlockCacheFair(t *testing.T) {
+	ix := openTest(t, "")
+	users, _ := putLoadCorpus(t, ix, 300)
+	segs, release := snapshotSegments(t, ix)
+	defer release()
+	seg := segs[0].Segment()
+	var c blockCache
+	views := make([]*userDocs, 2)
+	for i := range views {
+		u, err := c.userDocs(seg, users[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		views[i] = u
+	}
+	get := func(user int, term string) *termBlocks {
+		t.Helper()
+		tb, err := c.termBlocks(seg, users[user], views[user], term, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tb
+	}
+	light := []string{"the", "test", "retri"}
+	var lightBytes int64
+	for _, term := range light {
+		lightBytes += get(1, term).size()
+	}
+	_, base, _ := c.stats()
+	c.setLimit(base + 4*lightBytes)
+	heavy := 0
+	d, err := seg.Dictionary(fieldText)
+	if err != nil {
+		t.Fatal(err)
+	}
+	it := d.AutomatonIterator(nil, nil, nil)
+	for heavy < 400 {
+		e, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e == nil {
+			break
+		}
+		if get(0, e.Term).postings() > 0 {
+			heavy++
+		}
+	}
+	if _, bytes, _ := c.stats(); heavy < 100 || bytes > base+4*lightBytes {
+		t.Fatalf("%d words of the heavy user, %d bytes cached: the test did not fill the cache", heavy, bytes)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, term := range light {
+		if _, ok := c.entries[blockKey{seg: seg, name: term, user: users[1]}]; !ok {
+			t.Errorf("the light user's blocks of %q were evicted by the heavy user's queries", term)
+		}
+	}
+	if n := c.built[keyTerm]; n < heavy+len(light) {
+		t.Errorf("%d blocks built, want at least %d", n, heavy+len(light))
+	}
+}

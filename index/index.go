@@ -57,7 +57,8 @@ const (
 // session documents (fieldChunks, fieldChunkLength).
 // Version 4: the word pairs of each message (fieldPairs), for phrases.
 // Version 5: the pairs' positions, so that phrases need no text.
-const formatVersion = 5
+// Version 6: each pair's term starts with its owner (pairPrefix).
+const formatVersion = 6
 
 // metaKey is the Bleve internal key (in the sessions index) that records the
 // format and the settings the index was built with.
@@ -155,6 +156,7 @@ type Index struct {
 
 	wmu    sync.Mutex // serialises Put, Delete and Close
 	closed atomic.Bool
+	warm   *warmer // builds new segments' blocks in the background (warm.go)
 }
 
 // Open opens the index stored under dir, creating it (and dir) when it does
@@ -195,6 +197,7 @@ func open(dir string, opts Options, config map[string]any) (*Index, error) {
 		_ = ix.Close()
 		return nil, err
 	}
+	ix.startWarmer()
 	return ix, nil
 }
 
@@ -300,6 +303,9 @@ func (ix *Index) Close() error {
 	defer ix.wmu.Unlock()
 	if ix.closed.Swap(true) {
 		return nil
+	}
+	if ix.warm != nil {
+		ix.warm.stop()
 	}
 	if err := ix.sessions.Close(); err != nil {
 		return fmt.Errorf("index: close: %w", err)
@@ -440,6 +446,7 @@ func (ix *Index) put(ctx context.Context, sessions []Session) error {
 	if err := ix.sessions.Batch(b); err != nil {
 		return fmt.Errorf("index: put: %w", err)
 	}
+	ix.warm.wake()
 	ix.log.Debug().Int("sessions", len(keys)).Dur("took", time.Since(start)).Msg("index: put")
 	return nil
 }
@@ -525,7 +532,7 @@ func (ix *Index) sessionDoc(key string, s Session, tokens analysis.TokenStream, 
 	d.AddField(numberField(fieldLength, scored.length))
 	d.AddField(numberField(fieldChunks, chunks))
 	d.AddField(numberField(fieldChunkLength, chunkTokens))
-	d.AddField(newPairsField(tokens, ix.segmenter(s)))
+	d.AddField(newPairsField(s.UserID, tokens, ix.segmenter(s)))
 	if ix.stored {
 		d.AddField(document.NewTextFieldCustom(fieldTitle, nil, []byte(s.Title), storedOpts, nil))
 		d.AddField(document.NewTextFieldCustom(fieldBody, nil, []byte(s.Body), storedOpts, nil))

@@ -14,7 +14,11 @@ import (
 // phrases is, per session document, the adjacent term pairs of each
 // message (and of the title) with the positions where they occur, a field
 // that is never scored (fieldPairs): term x at position p and term y at
-// p+1, within one message, give the term "x y" at p. A message's text is analysed as part of the body, but analysis
+// p+1, within one message, give the pair "x y" at p. The pair's term
+// starts with its owner (pairPrefix): a phrase is only ever looked for in
+// one user's documents, and its position check walks each pair's posting
+// list, so a list of the owner's documents alone keeps that walk to the
+// owner's postings, whatever other users hold. A message's text is analysed as part of the body, but analysis
 // never joins tokens across the white space between messages (see
 // compose.go), so its tokens are those of the message alone, and a pair
 // whose tokens lie in two messages (Session.Breaks) or two copies of the
@@ -34,11 +38,18 @@ import (
 // space.
 const pairSep = " "
 
-func pairTerm(x, y string) string { return x + pairSep + y }
+// pairPrefix starts the terms of userID's pairs: the length of the id,
+// ':' and the id (as docKey), so that no user's prefix starts another's.
+func pairPrefix(userID string) string { return strconv.Itoa(len(userID)) + ":" + userID }
 
-// titlePairTerm is the term of a pair in the title: the pair's term after
-// pairSep, which no analysed term starts with.
-func titlePairTerm(x, y string) string { return pairSep + x + pairSep + y }
+// pairTerm is the term of userID's pair "x y" in a message.
+func pairTerm(userID, x, y string) string { return pairPrefix(userID) + x + pairSep + y }
+
+// titlePairTerm is the term of a pair in the title: pairSep before the
+// pair, which no analysed term starts with.
+func titlePairTerm(userID, x, y string) string {
+	return pairPrefix(userID) + pairSep + x + pairSep + y
+}
 
 // pairsField is the fieldPairs field of a session document, computed when
 // the document is built (as analyzedText is).
@@ -47,7 +58,7 @@ type pairsField struct {
 	freqs bleveindex.TokenFrequencies
 }
 
-// newPairsField returns the pairs of adjacent positions of tokens (the
+// newPairsField returns userID's pairs of adjacent positions of tokens (the
 // scored text's, in any order) whose tokens segOf puts in the same
 // segment (segOf maps a token's start offset to its segment), but for the
 // title's later copies, which hold what its first does. The field is
@@ -57,7 +68,7 @@ type pairsField struct {
 // later ones as the location's array positions, and the frequency 1
 // (posCursor reads both back). Zap spends about six bytes on a location,
 // one or two on a frequency and one on a gap (docs/index.md).
-func newPairsField(tokens analysis.TokenStream, segOf func(int) int) *pairsField {
+func newPairsField(userID string, tokens analysis.TokenStream, segOf func(int) int) *pairsField {
 	f := &pairsField{TextField: document.NewTextFieldCustom(fieldPairs, nil, nil, keywordOpts, nil)}
 	order := tokens
 	if !sort.SliceIsSorted(order, func(i, j int) bool { return order[i].Position < order[j].Position }) {
@@ -69,6 +80,7 @@ func newPairsField(tokens analysis.TokenStream, segOf func(int) int) *pairsField
 		segs[i] = segOf(t.Start)
 	}
 	freqs := make(bleveindex.TokenFrequencies, len(order))
+	prefix := pairPrefix(userID)
 	var key []byte
 	last := make(map[*bleveindex.TokenFreq]int) // a pair's last position
 	next := 0                                   // the first token after the current position
@@ -81,7 +93,7 @@ func newPairsField(tokens analysis.TokenStream, segOf func(int) int) *pairsField
 			if segs[j] != segs[i] || segs[i] < -1 {
 				continue // across two texts, or a later copy of the title
 			}
-			key = key[:0]
+			key = append(key[:0], prefix...)
 			if segs[i] < 0 {
 				key = append(key, pairSep...)
 			}

@@ -36,6 +36,7 @@ import (
 // documents holding its words in the pairs' order as far as the pairs
 // tell; only the text can tell the rest (parsedQuery.needsCheck).
 type docFilter struct {
+	userID   string            // whose pairs the phrases are
 	required []*roaring.Bitmap // by segment; nil slice: no phrase
 	excluded []*roaring.Bitmap // by segment; nil slice: no exclusion
 	// unchecked holds the phrases whose positions required does not
@@ -69,7 +70,7 @@ func phraseFilter(ctx context.Context, segs []*scorch.SegmentSnapshot, userID st
 	if len(pq.Phrases) == 0 && len(excl) == 0 {
 		return nil, nil
 	}
-	f := &docFilter{}
+	f := &docFilter{userID: userID}
 	if len(pq.Phrases) > 0 {
 		f.required = make([]*roaring.Bitmap, len(segs))
 	}
@@ -89,7 +90,7 @@ func phraseFilter(ctx context.Context, segs []*scorch.SegmentSnapshot, userID st
 		if f.required != nil {
 			req := user
 			for _, ph := range pq.Phrases {
-				if req, err = phraseDocs(ctx, s.Segment(), req, ph, !lazy); err != nil {
+				if req, err = phraseDocs(ctx, s.Segment(), userID, req, ph, !lazy); err != nil {
 					return nil, err
 				}
 			}
@@ -98,7 +99,7 @@ func phraseFilter(ctx context.Context, segs []*scorch.SegmentSnapshot, userID st
 		if f.excluded != nil {
 			exc := roaring.New()
 			for _, ph := range excl {
-				m, err := phraseDocs(ctx, s.Segment(), user, ph, true)
+				m, err := phraseDocs(ctx, s.Segment(), userID, user, ph, true)
 				if err != nil {
 					return nil, err
 				}
@@ -109,7 +110,7 @@ func phraseFilter(ctx context.Context, segs []*scorch.SegmentSnapshot, userID st
 	}
 	if lazy {
 		for _, ph := range pq.Phrases {
-			if len(ph.pairs(pairTerm)) > 1 {
+			if len(ph.pairs(userID, pairTerm)) > 1 {
 				f.unchecked = append(f.unchecked, ph)
 			}
 		}
@@ -149,7 +150,7 @@ func (f *docFilter) verify(ctx context.Context, segs []*scorch.SegmentSnapshot, 
 // checkAll returns the filter with every unchecked phrase checked on the
 // positions of all the documents required holds.
 func (f *docFilter) checkAll(ctx context.Context, segs []*scorch.SegmentSnapshot) (*docFilter, error) {
-	out := &docFilter{required: make([]*roaring.Bitmap, len(f.required)), excluded: f.excluded}
+	out := &docFilter{userID: f.userID, required: make([]*roaring.Bitmap, len(f.required)), excluded: f.excluded}
 	for i, req := range f.required {
 		checked, err := f.check(ctx, segs[i].Segment(), req)
 		if err != nil {
@@ -164,7 +165,7 @@ func (f *docFilter) checkAll(ctx context.Context, segs []*scorch.SegmentSnapshot
 // every unchecked phrase, read on their positions.
 func (f *docFilter) check(ctx context.Context, seg segment.Segment, docs *roaring.Bitmap) (*roaring.Bitmap, error) {
 	for _, ph := range f.unchecked {
-		m, err := phraseDocs(ctx, seg, docs, ph, true)
+		m, err := phraseDocs(ctx, seg, f.userID, docs, ph, true)
 		if err != nil {
 			return nil, err
 		}
@@ -173,16 +174,16 @@ func (f *docFilter) check(ctx context.Context, seg segment.Segment, docs *roarin
 	return docs, nil
 }
 
-// phraseDocs returns the documents of within (seg's; not modified) that
-// hold ph in one message or in the title, exactly when ph.exact and
+// phraseDocs returns the documents of within (seg's, userID's; not
+// modified) that hold ph in one message or in the title, exactly when ph.exact and
 // positions, else a superset of them (without positions: those holding
 // its pairs).
-func phraseDocs(ctx context.Context, seg segment.Segment, within *roaring.Bitmap, ph phrase, positions bool) (*roaring.Bitmap, error) {
-	body, err := chainDocs(ctx, seg, within, ph.pairs(pairTerm), positions)
+func phraseDocs(ctx context.Context, seg segment.Segment, userID string, within *roaring.Bitmap, ph phrase, positions bool) (*roaring.Bitmap, error) {
+	body, err := chainDocs(ctx, seg, within, ph.pairs(userID, pairTerm), positions)
 	if err != nil {
 		return nil, err
 	}
-	title, err := chainDocs(ctx, seg, within, ph.pairs(titlePairTerm), positions)
+	title, err := chainDocs(ctx, seg, within, ph.pairs(userID, titlePairTerm), positions)
 	if err != nil {
 		return nil, err
 	}
@@ -225,8 +226,9 @@ func (ph phrase) exact() bool {
 }
 
 // pairs returns the phrase's chain: for each two adjacent positions with
-// terms, the terms (made by term) of every pair of their alternatives.
-func (ph phrase) pairs(term func(x, y string) string) []pairAt {
+// terms, userID's terms (made by term) of every pair of their
+// alternatives.
+func (ph phrase) pairs(userID string, term func(userID, x, y string) string) []pairAt {
 	var out []pairAt
 	for i := 0; i+1 < len(ph); i++ {
 		if len(ph[i]) == 0 || len(ph[i+1]) == 0 {
@@ -235,7 +237,7 @@ func (ph phrase) pairs(term func(x, y string) string) []pairAt {
 		p := pairAt{at: i}
 		for _, x := range ph[i] {
 			for _, y := range ph[i+1] {
-				p.terms = append(p.terms, term(x, y))
+				p.terms = append(p.terms, term(userID, x, y))
 			}
 		}
 		out = append(out, p)
