@@ -200,13 +200,27 @@ func TestTenantStatistics(t *testing.T) {
 				} else if !slices.Equal(ids(top), ids(small)) {
 					pruned++
 				}
-				if !slices.Equal(ids(got), ids(bleve)) {
+				// The same hits, each scored alike, and at each rank
+				// alike: the two orders may differ only among hits
+				// whose scores agree to the tolerance (the two engines
+				// round differently, and Weaviate may still count a
+				// deleted document its compaction has not dropped).
+				if !sameIDs(got, bleve) {
 					t.Errorf("%q: weaviate %v, bleve %v", text, ids(got), ids(bleve))
 					continue
 				}
+				bleveScore := make(map[string]float64, len(bleve))
+				for _, h := range bleve {
+					bleveScore[h.SessionID] = h.Score
+				}
+				near := func(w, b float64) bool { return math.Abs(w*(1+weaviatetext.BM25K1)-b) <= 1e-3*b }
 				for i := range got {
-					if w, b := got[i].Score*(1+weaviatetext.BM25K1), bleve[i].Score; math.Abs(w-b) > 1e-3*b {
-						t.Errorf("%q: hit %d (%s) scores %.5f in weaviate (times k1+1), %.5f in bleve", text, i, got[i].SessionID, w, b)
+					if w, b := got[i].Score, bleveScore[got[i].SessionID]; !near(w, b) {
+						t.Errorf("%q: %s scores %.5f in weaviate (times k1+1), %.5f in bleve", text, got[i].SessionID, w*(1+weaviatetext.BM25K1), b)
+					}
+					if w, b := got[i].Score, bleve[i].Score; !near(w, b) {
+						t.Errorf("%q: hit %d scores %.5f in weaviate (times k1+1) (%s), %.5f in bleve (%s): the orders differ beyond a near tie",
+							text, i, w*(1+weaviatetext.BM25K1), got[i].SessionID, b, bleve[i].SessionID)
 					}
 				}
 			}
@@ -217,6 +231,14 @@ func TestTenantStatistics(t *testing.T) {
 	}
 	t.Logf("%d searches compared at the full limit. At limit 10 (Weaviate's pruning): %d of %d searches differ between the two tenants, "+
 		"and the first ten of %d of %d session queries differ from Bleve's", compared, unequal, 2*len(queries), pruned, len(queries))
+}
+
+// sameIDs reports whether two searches gave the same hits, in any order.
+func sameIDs(a, b []index.Hit) bool {
+	x, y := ids(a), ids(b)
+	slices.Sort(x)
+	slices.Sort(y)
+	return slices.Equal(x, y)
 }
 
 // identical reports whether two searches gave the same hits with the same
