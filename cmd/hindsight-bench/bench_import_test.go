@@ -22,6 +22,7 @@ import (
 // it runs (hindsightBin). It asserts the shape of the result and that every
 // generated message arrived, never a timing.
 func TestBenchImport(t *testing.T) {
+	t.Parallel()
 	src := transcriptsSample(t, transcriptsDir(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -16,6 +16,7 @@ import (
 // the API and checks the measurements, the growth exponents and the report.
 // It asserts shapes and bounds, never timings.
 func TestBenchLoadGrow(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	out := t.TempDir()
@@ -111,6 +112,7 @@ func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 // each phase reports throughput, its raw ceiling and the index lag of its
 // writes, which only the indexer can produce. Shapes, never timings.
 func TestBenchIngestReportsIndexLag(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var stdout, stderr bytes.Buffer

@@ -19,6 +19,7 @@ import (
 // It asserts that every appended message was found and the shape of the
 // result, never a delay.
 func TestBenchWatch(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	out := t.TempDir()
