@@ -2,14 +2,12 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hindsight-dev/hindsight/bench"
 	"github.com/hindsight-dev/hindsight/bench/runner"
@@ -24,7 +22,7 @@ import (
 func TestBenchImport(t *testing.T) {
 	t.Parallel()
 	src := transcriptsSample(t, transcriptsDir(t))
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := untilDeadline(t)
 	defer cancel()
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer

@@ -2,14 +2,12 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestBenchLoadGrow grows a small generated data set in two steps through
@@ -17,7 +15,7 @@ import (
 // It asserts shapes and bounds, never timings.
 func TestBenchLoadGrow(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := untilDeadline(t)
 	defer cancel()
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
@@ -113,7 +111,7 @@ func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 // writes, which only the indexer can produce. Shapes, never timings.
 func TestBenchIngestReportsIndexLag(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := untilDeadline(t)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
 	err := run(ctx, []string{"ingest", "--batch-messages", "1200", "--batch-size", "200", "--singles", "300",

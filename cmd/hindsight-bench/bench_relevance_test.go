@@ -177,10 +177,7 @@ func checkFiles(t *testing.T, dir string, files ...string) {
 func TestBenchRelevanceSlice(t *testing.T) {
 	t.Parallel()
 	ds := filepath.Join(datasetsDir(t), "scifact-train")
-	// A guard against a hang, not a speed check: two runs, a sweep and
-	// the FTS5 peer's sweep under -race took more than 2 minutes on 2
-	// cores at load average 15.
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	ctx, cancel := untilDeadline(t)
 	defer cancel()
 	out := t.TempDir()
 
@@ -294,7 +291,7 @@ func TestBenchRelevanceSemantic(t *testing.T) {
 		}
 		t.Skip(msg)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := untilDeadline(t)
 	defer cancel()
 	out := t.TempDir()
 	cacheDir := t.TempDir()
@@ -382,7 +379,7 @@ func TestBenchRelevanceWeaviate(t *testing.T) {
 	} else {
 		t.Log("no offline model (HINDSIGHT_MODEL_DIR): Weaviate BM25 only, no hybrid peers")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := untilDeadline(t)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
 	err := run(ctx, append([]string{"relevance", "--dataset", ds, "--out", t.TempDir(), "--json"}, args...), &stdout, &stderr)

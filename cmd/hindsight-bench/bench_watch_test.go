@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -20,7 +19,7 @@ import (
 // result, never a delay.
 func TestBenchWatch(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := untilDeadline(t)
 	defer cancel()
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer

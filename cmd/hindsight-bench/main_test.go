@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hindsight-dev/hindsight/bench"
 )
@@ -62,6 +64,21 @@ func hindsightBin(t *testing.T) string {
 		t.Fatal(b.err)
 	}
 	return b.bin
+}
+
+// untilDeadline returns a context that ends a minute before the test's
+// deadline (go test -timeout), or never without one: a guard against a
+// hang, not a speed check. The benches take what a loaded machine needs (the
+// relevance slice's two runs and sweeps under -race took more than 2
+// minutes on 2 cores at load average 15, the semantic one more than 5 beside
+// the other benches); a hang still fails, naming the bench, before the
+// binary's timeout panics.
+func untilDeadline(t *testing.T) (context.Context, context.CancelFunc) {
+	t.Helper()
+	if d, ok := t.Deadline(); ok {
+		return context.WithDeadline(context.Background(), d.Add(-time.Minute))
+	}
+	return context.WithCancel(context.Background())
 }
 
 // transcriptsDir finds the real transcripts, skipping loudly when they are
