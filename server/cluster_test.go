@@ -69,6 +69,7 @@ func nodeShards(t *testing.T, url string) map[string]map[string]int64 {
 // answering 200 and searches keep answering, that every acknowledged write
 // is searchable, once, and that the node catches up after its restart.
 func TestWeaviateCluster(t *testing.T) {
+	t.Parallel()
 	cl := weaviatetest.StartCluster(t, 3,
 		// Async replication compares replicas every second (default 30 s)
 		// and propagates objects older than a second (default 30 s), so

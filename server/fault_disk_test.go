@@ -44,6 +44,7 @@ const envDiskChild = "HINDSIGHT_DISKFULL_CHILD"
 // namespaces. Where neither works the test skips, saying why, or fails
 // with HINDSIGHT_REQUIRE_MOUNT=1 (make test sets it).
 func TestDiskFull(t *testing.T) {
+	t.Parallel()
 	if dir := os.Getenv(envDiskChild); dir != "" {
 		diskChild(t, dir)
 		return

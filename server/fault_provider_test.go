@@ -18,6 +18,7 @@ import (
 // provider recovers every queued chunk is embedded and semantic search
 // finds every session.
 func TestProviderFaults(t *testing.T) {
+	t.Parallel()
 	provider := openaitest.New(t, openaitest.Options{APIKey: "sk-test"})
 	r := startRig(t, config.Config{Semantic: config.Semantic{
 		Embedder: "openai", OpenAIKey: "sk-test", OpenAIBaseURL: provider.URL(), OpenAIDim: 64,

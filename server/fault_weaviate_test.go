@@ -22,6 +22,7 @@ import (
 // Weaviate comes up), and killed with SIGKILL while syncs and hybrid
 // searches run, then restarted: no 500s, no vector lost, the queue drains.
 func TestWeaviateFaults(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts and kills a weaviate-server: not in -short")
 	}

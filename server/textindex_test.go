@@ -98,6 +98,7 @@ func waitSearch(t *testing.T, base, key, q string, want ...string) searchReply {
 // Retry-After, /ready says why, and the writes of the outage are indexed
 // once it is back.
 func TestWeaviateTextIndex(t *testing.T) {
+	t.Parallel()
 	wv := weaviatetest.Start(t)
 	ctx := context.Background()
 	data := t.TempDir()
@@ -256,6 +257,7 @@ func TestReindexResumes(t *testing.T) {
 // TestSwitchTextIndex moves a deployment from Bleve to Weaviate and back
 // with hindsight reindex, and checks each start serves every session.
 func TestSwitchTextIndex(t *testing.T) {
+	t.Parallel()
 	wv := weaviatetest.Start(t)
 	ctx := context.Background()
 	bleve := config.Config{Data: t.TempDir(), Semantic: config.Semantic{Embedder: "none", WeaviateURL: wv.URL}, TextIndex: "bleve"}

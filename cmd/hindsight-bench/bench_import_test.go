@@ -2,26 +2,27 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hindsight-dev/hindsight/bench"
 	"github.com/hindsight-dev/hindsight/bench/runner"
 )
 
 // TestBenchImport runs bench import on a small generated history of every
-// format and on the real transcripts, with a hindsight built from this
-// checkout as the hindsight it runs (hindsightBin). It asserts the shape of
-// the result and that every generated message arrived, never a timing.
+// format and on real transcripts of every assistant (transcriptsSample: that
+// every real transcript imports whole is TestImportRealTranscripts' part, in
+// cmd/hindsight), with a hindsight built from this checkout as the hindsight
+// it runs (hindsightBin). It asserts the shape of the result and that every
+// generated message arrived, never a timing.
 func TestBenchImport(t *testing.T) {
-	src := transcriptsDir(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Parallel()
+	src := transcriptsSample(t, transcriptsDir(t))
+	ctx, cancel := untilDeadline(t)
 	defer cancel()
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer

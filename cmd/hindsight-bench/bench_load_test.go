@@ -2,21 +2,20 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestBenchLoadGrow grows a small generated data set in two steps through
 // the API and checks the measurements, the growth exponents and the report.
 // It asserts shapes and bounds, never timings.
 func TestBenchLoadGrow(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Parallel()
+	ctx, cancel := untilDeadline(t)
 	defer cancel()
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
@@ -111,7 +110,8 @@ func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 // each phase reports throughput, its raw ceiling and the index lag of its
 // writes, which only the indexer can produce. Shapes, never timings.
 func TestBenchIngestReportsIndexLag(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Parallel()
+	ctx, cancel := untilDeadline(t)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
 	err := run(ctx, []string{"ingest", "--batch-messages", "1200", "--batch-size", "200", "--singles", "300",

@@ -175,11 +175,9 @@ func checkFiles(t *testing.T, dir string, files ...string) {
 // (which re-indexes once per boost), the report with its charts, and a second run compared
 // with the first as a baseline.
 func TestBenchRelevanceSlice(t *testing.T) {
+	t.Parallel()
 	ds := filepath.Join(datasetsDir(t), "scifact-train")
-	// A guard against a hang, not a speed check: two runs, a sweep and
-	// the FTS5 peer's sweep under -race took more than 2 minutes on 2
-	// cores at load average 15.
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	ctx, cancel := untilDeadline(t)
 	defer cancel()
 	out := t.TempDir()
 
@@ -283,6 +281,7 @@ func TestBenchRelevanceSlice(t *testing.T) {
 // that under -race), so this runs on a smaller slice than the full-text
 // test: 20 documents, 5 queries.
 func TestBenchRelevanceSemantic(t *testing.T) {
+	t.Parallel()
 	ds := filepath.Join(datasetsDir(t), "scifact-train")
 	modelDir := os.Getenv("HINDSIGHT_MODEL_DIR")
 	if _, err := os.Stat(filepath.Join(modelDir, "model.json")); modelDir == "" || err != nil {
@@ -292,7 +291,7 @@ func TestBenchRelevanceSemantic(t *testing.T) {
 		}
 		t.Skip(msg)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := untilDeadline(t)
 	defer cancel()
 	out := t.TempDir()
 	cacheDir := t.TempDir()
@@ -359,6 +358,7 @@ func TestBenchRelevanceSemantic(t *testing.T) {
 // 200-document slice, and with the offline model the two hybrid fusions on
 // the same vectors, on a 20-document slice.
 func TestBenchRelevanceWeaviate(t *testing.T) {
+	t.Parallel()
 	ds := filepath.Join(datasetsDir(t), "scifact-train")
 	if _, err := weaviatetest.Binary(); err != nil && os.Getenv("WEAVIATE_URL") == "" {
 		msg := "SKIPPING the Weaviate peers: " + err.Error()
@@ -379,7 +379,7 @@ func TestBenchRelevanceWeaviate(t *testing.T) {
 	} else {
 		t.Log("no offline model (HINDSIGHT_MODEL_DIR): Weaviate BM25 only, no hybrid peers")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := untilDeadline(t)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
 	err := run(ctx, append([]string{"relevance", "--dataset", ds, "--out", t.TempDir(), "--json"}, args...), &stdout, &stderr)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -19,7 +18,8 @@ import (
 // It asserts that every appended message was found and the shape of the
 // result, never a delay.
 func TestBenchWatch(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Parallel()
+	ctx, cancel := untilDeadline(t)
 	defer cancel()
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer

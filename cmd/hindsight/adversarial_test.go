@@ -86,6 +86,7 @@ import (
 // The sub-suites run in parallel; at the end the run logs how many
 // requests each category made (one line, "adversarial requests: ...").
 func TestAdversarial(t *testing.T) {
+	t.Parallel()
 	tl := &tally{n: map[category]int{}, ran: map[category]bool{}, status: map[category]map[int]int{}}
 	t.Cleanup(func() { tl.report(t) })
 	t.Run("tenancy", func(t *testing.T) {

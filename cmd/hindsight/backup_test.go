@@ -60,6 +60,7 @@ func (p *poster) run(stop <-chan struct{}, wg *sync.WaitGroup, first int) {
 // A backup taken while writes continue holds every write acknowledged before
 // it began; restored and started, it answers searches as the original did.
 func TestBackupDuringWritesAndRestore(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	key := newKey(t, dir, "crash") // crashBatch sessions are checked under this user
 	srv := startServe(t, dir, "--rate-limit", "0")
@@ -170,9 +171,8 @@ func TestBackupDuringWritesAndRestore(t *testing.T) {
 	// (A query matching more than the page shows is left out: its top 100 may
 	// break score ties differently in a rebuilt index.)
 	// A bound on liveness, not a timing: under -race on 2 cores shared with
-	// another package's tests, indexing the writers' backlog has taken over
-	// 30 s.
-	deadline := time.Now().Add(90 * time.Second)
+	// other tests, indexing the writers' backlog has taken over 30 s.
+	deadline := deadline(t)
 	for _, q := range probes {
 		// The original may still be indexing the last writes.
 		var want []string
@@ -197,6 +197,7 @@ func TestBackupDuringWritesAndRestore(t *testing.T) {
 
 // SIGTERM while batches are in flight: every acknowledged batch survives.
 func TestSigtermLosesNoAcknowledgedWrite(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	key := newKey(t, dir, "crash")
 	srv := startServe(t, dir, "--rate-limit", "0")
@@ -207,7 +208,12 @@ func TestSigtermLosesNoAcknowledgedWrite(t *testing.T) {
 		wg.Add(1)
 		go p.run(stop, &wg, w*1_000_000)
 	}
-	time.Sleep(400 * time.Millisecond)
+	// SIGTERM once writes are landing (they go on until stop).
+	waitUntil(t, "a batch acknowledged", func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return len(p.ackedAt) > 0
+	})
 	if err := srv.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -272,6 +278,7 @@ func runChild(t *testing.T, args ...string) (string, int) {
 // exits 1 with a message that names the file, and leaves the data
 // directory as it was (absent, or empty: no .restore-* directories).
 func TestRestoreRefusesBadFiles(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	newKey(t, data, "alice")
 	file := filepath.Join(t.TempDir(), "backup.db")

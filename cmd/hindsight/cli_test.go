@@ -58,6 +58,7 @@ func TestUsageErrors(t *testing.T) {
 // While serve holds the data directory, key commands work through its admin
 // socket (and never hang on the file lock).
 func TestKeysThroughRunningServer(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	newKey(t, dir, "alice")
 	srv := startServe(t, dir)

@@ -18,6 +18,7 @@ import (
 // clients post batches, restarts on the same data, and checks that every batch
 // that got a 200 is fully present and that no batch is partly present.
 func TestCrashLosesNoAcknowledgedWrite(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	key := newKey(t, dir, "crash")
 	srv := startServe(t, dir, "--rate-limit", "0")
@@ -62,8 +63,11 @@ func TestCrashLosesNoAcknowledgedWrite(t *testing.T) {
 			}
 		}()
 	}
-	// Let some batches land, then kill without warning.
-	deadline := time.Now().Add(20 * time.Second)
+	// Let some batches land, then kill without warning. (Writers that stop
+	// first, the server gone, fail below with its log.)
+	stopped := make(chan struct{})
+	go func() { wg.Wait(); close(stopped) }()
+	deadline := deadline(t)
 	for {
 		mu.Lock()
 		n := len(acked)
@@ -71,7 +75,12 @@ func TestCrashLosesNoAcknowledgedWrite(t *testing.T) {
 		if n >= 30 || time.Now().After(deadline) {
 			break
 		}
-		time.Sleep(20 * time.Millisecond)
+		select {
+		case <-stopped:
+		case <-time.After(20 * time.Millisecond):
+			continue
+		}
+		break
 	}
 	if err := srv.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)

@@ -273,6 +273,7 @@ func css(sel string) chromedp.CSS { return chromedp.CSS(sel) }
 // (also on a phone-width screen), mark it eval-ready, label it golden with
 // an expected output, and download the DeepEval dataset.
 func TestDashboardBrowser(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	ta := newDashboardApp(t)
 	u := firstRunSetup(t, ta)
@@ -471,6 +472,7 @@ func TestDashboardBrowser(t *testing.T) {
 // all the rest (after typing the confirmation). Each is gone from the list
 // and from search, and the page says so.
 func TestDashboardBrowserDelete(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	ta := newDashboardApp(t)
 	u := firstRunSetup(t, ta)

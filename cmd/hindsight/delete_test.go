@@ -157,6 +157,7 @@ func waitFor(t *testing.T, ok func() bool) {
 
 // Deletion removes the vectors too, in both vector stores.
 func TestDeleteRemovesVectors(t *testing.T) {
+	t.Parallel()
 	for _, store := range []string{"embedded", "weaviate"} {
 		t.Run(store, func(t *testing.T) {
 			fake := openaitest.New(t, openaitest.Options{Dim: 1536})

@@ -237,6 +237,7 @@ func importMustContain(t *testing.T, what, s string, wants ...string) {
 }
 
 func TestImportClaudeCode(t *testing.T) {
+	t.Parallel()
 	projects := filepath.Join(importFixture(t, "claude-code"), "projects")
 	addGeneratedSessions(t, projects)
 	ta := newTestApp(t, t.TempDir())

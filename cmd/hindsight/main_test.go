@@ -11,13 +11,20 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/crypto/bcrypt"
 )
 
 // TestMain lets a test re-run this binary as `hindsight` in a child process
 // (HINDSIGHT_TEST_RUN_MAIN=1, arguments after "--"), so crash and signal tests
-// exercise the real serve command without building a separate binary.
+// exercise the real serve command without building a separate binary. The
+// child hashes passwords at bcrypt's lowest cost, as the tests' in-process
+// commands do (withStdin): at the default cost under -race on loaded cores, a
+// password set through a child server's admin socket outlasted the admin
+// client's wait.
 func TestMain(m *testing.M) {
 	if os.Getenv("HINDSIGHT_TEST_RUN_MAIN") == "1" {
+		passwordCost = bcrypt.MinCost
 		args := os.Args
 		for i, a := range args {
 			if a == "--" {

@@ -24,6 +24,7 @@ import (
 // It needs npm and node. Without npm it is skipped with a loud reason, unless
 // HINDSIGHT_REQUIRE_NPM=1 (CI), which makes that a failure.
 func TestMCPTypeScriptClient(t *testing.T) {
+	t.Parallel()
 	dir := installMCPSDK(t)
 	data := t.TempDir()
 	// Full-text only, whatever embedder the environment offers: the client

@@ -32,6 +32,7 @@ import (
 // It needs npm and node. Without npm it is skipped with a loud reason, unless
 // HINDSIGHT_REQUIRE_NPM=1 (CI), which makes that a failure.
 func TestPluginClaudeCodeSync(t *testing.T) {
+	t.Parallel()
 	cli := installClaudeCodeSync(t)
 
 	data := t.TempDir()

@@ -28,6 +28,7 @@ var (
 // finds them), a second run finds nothing, and a running server that does
 // not redact refuses to through its admin socket.
 func TestRedactCommand(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	key := newKey(t, dir, "alice")
 	srv := startServe(t, dir, "--rate-limit", "0", "--redact=off", "--embedder", "none")

@@ -460,6 +460,7 @@ func nopLogger() zerolog.Logger { return zerolog.Nop() }
 // index from the records, in several batches, and a server started on it
 // answers at once as before, without rebuilding.
 func TestReindexCommand(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ta := newTestApp(t, dir)
 	key := ta.key("alice")

@@ -40,6 +40,7 @@ func sessionBatch(n, msgs int, word string) map[string]any {
 // The embedding lifecycle: asynchronous, never re-embedding unchanged text,
 // only new text when a session grows, and a new message searchable once embedded.
 func TestEmbeddingLifecycle(t *testing.T) {
+	t.Parallel()
 	fake := openaitest.New(t, openaitest.Options{Dim: 1536})
 	ta := openaiApp(t, t.TempDir(), fake, 0)
 	key := ta.key("alice")
@@ -168,6 +169,7 @@ func TestSemanticAndHybridSearch(t *testing.T) {
 
 // A provider outage keeps embedding work queued while full-text keeps working.
 func TestProviderOutageKeepsWorkQueued(t *testing.T) {
+	t.Parallel()
 	fake := openaitest.New(t, openaitest.Options{Dim: 1536})
 	ta := openaiApp(t, t.TempDir(), fake, 0)
 	key := ta.key("alice")
