@@ -53,6 +53,11 @@ type EmbeddedOptions struct {
 	// Workers is how many goroutines scan one large slab in one query; 0
 	// means GOMAXPROCS. Slabs under 16,384 rows are scanned by one.
 	Workers int
+	// CodesFrom is the number of vectors from which a user is searched
+	// through sign codes and exact re-scoring instead of an exact scan; 0
+	// means DefaultCodesFrom, a negative value never (every query an exact
+	// scan of full-precision vectors in memory: the reference).
+	CodesFrom int
 }
 
 // Embedded is the default vector store: exact cosine search over each user's
@@ -90,9 +95,10 @@ type EmbeddedOptions struct {
 // serialised so memory follows the commit order; writes of different users
 // run in parallel up to bbolt's single writer.
 type Embedded struct {
-	db      *bolt.DB
-	path    string
-	workers int
+	db        *bolt.DB
+	path      string
+	workers   int
+	codesFrom int // math.MaxInt: never
 
 	// gate: Upsert and Delete hold it shared; SetMeta, Reset and Close hold
 	// it exclusively, so the dimension and the emptiness they check cannot
@@ -125,7 +131,10 @@ func OpenEmbedded(path string, opts EmbeddedOptions) (*Embedded, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open vector store %s: %w", path, err)
 	}
-	s := &Embedded{db: db, path: path, workers: max(1, opts.Workers), users: map[string]*userVectors{}}
+	s := &Embedded{db: db, path: path, workers: max(1, opts.Workers), codesFrom: cmp.Or(opts.CodesFrom, DefaultCodesFrom), users: map[string]*userVectors{}}
+	if s.codesFrom < 0 {
+		s.codesFrom = math.MaxInt
+	}
 	err = db.Update(func(tx *bolt.Tx) error {
 		if _, err := tx.CreateBucketIfNotExists(bucketVectors); err != nil {
 			return err
@@ -325,6 +334,9 @@ func (s *Embedded) write(ctx context.Context, userID string, sessions map[string
 		u.mu.Lock()
 		for sid, rs := range rows {
 			u.replace(sid, rs, s.dim)
+		}
+		if u.codes == nil && len(u.rows) >= s.codesFrom {
+			u.encodeSlab()
 		}
 		u.mu.Unlock()
 	}
@@ -554,6 +566,13 @@ func (s *Embedded) Nearest(ctx context.Context, userID string, q []float32, k in
 	if u.dim != dim { // a Reset and SetMeta raced this query; its slab is gone
 		return []Hit{}, nil
 	}
+	if u.codes != nil {
+		hits, err := u.nearestCoded(ctx, s.db, userID, qn, k, s.workers)
+		if errors.Is(err, bolterrors.ErrDatabaseNotOpen) {
+			return nil, ErrClosed
+		}
+		return hits, err
+	}
 	return u.nearest(ctx, qn, k, s.workers)
 }
 
@@ -603,32 +622,57 @@ func (s *Embedded) loaded(ctx context.Context, userID string) (*userVectors, err
 		for k, _ := c.Seek(up); k != nil && bytes.HasPrefix(k, up); k, _ = c.Next() {
 			n++
 		}
-		fresh.data = make([]float32, 0, n*s.dim)
 		fresh.rows = make([]rowRef, 0, n)
-		for k, v := c.Seek(up); k != nil && bytes.HasPrefix(k, up); k, v = c.Next() {
-			sid, ord, ok := splitKey(k, len(up))
-			if !ok {
-				return fmt.Errorf("malformed key %x", k)
+		// each calls fn with every stored row of the user, decoded into
+		// one reused buffer.
+		each := func(fn func(sid string, ord int, x []float32)) error {
+			x := make([]float32, s.dim)
+			for k, v := c.Seek(up); k != nil && bytes.HasPrefix(k, up); k, v = c.Next() {
+				sid, ord, ok := splitKey(k, len(up))
+				if !ok {
+					return fmt.Errorf("malformed key %x", k)
+				}
+				_, raw, err := decodeValue(v)
+				if err != nil {
+					return fmt.Errorf("session %q ordinal %d: %w", sid, ord, err)
+				}
+				if len(raw) != 4*s.dim {
+					return fmt.Errorf("session %q ordinal %d has %d dimensions, the store holds %d: %w", sid, ord, len(raw)/4, s.dim, ErrDimensionMismatch)
+				}
+				decodeFloats(x, raw)
+				fn(sid, ord, x)
 			}
-			_, raw, err := decodeValue(v)
-			if err != nil {
-				return fmt.Errorf("session %q ordinal %d: %w", sid, ord, err)
-			}
-			if len(raw) != 4*s.dim {
-				return fmt.Errorf("session %q ordinal %d has %d dimensions, the store holds %d: %w", sid, ord, len(raw)/4, s.dim, ErrDimensionMismatch)
-			}
-			at := len(fresh.data)
-			fresh.data = fresh.data[:at+s.dim]
-			decodeFloats(fresh.data[at:], raw)
-			fresh.addRow(sid, ord)
+			return nil
 		}
-		return nil
+		if n < s.codesFrom {
+			fresh.data = make([]float32, 0, n*s.dim)
+			return each(func(sid string, ord int, x []float32) {
+				fresh.data = append(fresh.data, x...)
+				fresh.addRow(sid, ord)
+			})
+		}
+		// Two passes over the file, so that the full-precision rows are
+		// never all in memory: the centre, then the codes.
+		sum := make([]float64, s.dim)
+		if err := each(func(_ string, _ int, x []float32) {
+			for i, v := range x {
+				sum[i] += float64(v)
+			}
+		}); err != nil {
+			return err
+		}
+		fresh.codes = newSignCodes(s.dim, centreOf(sum, n))
+		fresh.codes.grow(n)
+		return each(func(sid string, ord int, x []float32) {
+			fresh.codes.appendRow(x)
+			fresh.addRow(sid, ord)
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("load vectors of user: %w", err)
 	}
 	u.mu.Lock()
-	u.data, u.rows, u.sessions, u.dim = fresh.data, fresh.rows, fresh.sessions, fresh.dim
+	u.data, u.codes, u.rows, u.sessions, u.dim = fresh.data, fresh.codes, fresh.rows, fresh.sessions, fresh.dim
 	u.loaded = true
 	u.mu.Unlock()
 	if len(fresh.rows) == 0 {
@@ -649,8 +693,9 @@ type userVectors struct {
 	gone    bool // under writeMu: dropped from the store's users (drop)
 
 	dim      int
-	data     []float32 // len(rows) × dim, row-major, unit rows
-	rows     []rowRef  // row -> (session, ordinal)
+	data     []float32  // len(rows) × dim, row-major, unit rows; nil when codes are kept
+	codes    *signCodes // the rows' codes instead of data, from codesFrom rows on
+	rows     []rowRef   // row -> (session, ordinal)
 	sessions map[string]*sessionRows
 }
 
@@ -685,7 +730,11 @@ func (u *userVectors) replace(sid string, rs []Vector, dim int) {
 		delete(u.sessions, sid)
 	}
 	for _, r := range rs {
-		u.data = append(u.data, r.Values...)
+		if u.codes != nil {
+			u.codes.appendRow(r.Values)
+		} else {
+			u.data = append(u.data, r.Values...)
+		}
 		u.addRow(sid, r.Ordinal)
 	}
 }
@@ -695,14 +744,22 @@ func (u *userVectors) replace(sid string, rs []Vector, dim int) {
 func (u *userVectors) swapRemove(r, dim int) {
 	last := len(u.rows) - 1
 	if r != last {
-		copy(u.data[r*dim:(r+1)*dim], u.data[last*dim:])
+		if u.codes != nil {
+			u.codes.moveRow(r, last)
+		} else {
+			copy(u.data[r*dim:(r+1)*dim], u.data[last*dim:])
+		}
 		moved := u.rows[last]
 		u.rows[r] = moved
 		i := slices.Index(moved.sess.rows, int32(last))
 		moved.sess.rows[i] = int32(r)
 	}
 	u.rows = u.rows[:last]
-	u.data = u.data[:last*dim]
+	if u.codes != nil {
+		u.codes.truncate(last)
+	} else {
+		u.data = u.data[:last*dim]
+	}
 }
 
 // candidate is a row and its score during a scan.
@@ -718,42 +775,52 @@ func (u *userVectors) nearest(ctx context.Context, q []float32, k, workers int) 
 		return []Hit{}, nil
 	}
 	k = min(k, n)
-	parts := 1
-	if n >= parallelMinRows {
-		parts = min(workers, n/scanBlock)
-	}
-	var cands []candidate
-	if parts <= 1 {
-		var err error
-		if cands, err = u.scan(ctx, q, 0, n, k); err != nil {
-			return nil, err
-		}
-	} else {
-		per := (n + parts - 1) / parts
-		results := make([][]candidate, parts)
-		errs := make([]error, parts)
-		var wg sync.WaitGroup
-		for p := range parts {
-			lo, hi := p*per, min((p+1)*per, n)
-			wg.Go(func() { results[p], errs[p] = u.scan(ctx, q, lo, hi, k) })
-		}
-		wg.Wait()
-		for _, err := range errs {
-			if err != nil {
-				return nil, err // ctx.Err(): scans fail only on cancellation
-			}
-		}
-		cands = slices.Concat(results...)
+	cands, err := splitScan(n, workers, func(lo, hi int) ([]candidate, error) { return u.scan(ctx, q, lo, hi, k) })
+	if err != nil {
+		return nil, err
 	}
 	hits := make([]Hit, len(cands))
 	for i, c := range cands {
 		ref := u.rows[c.row]
 		hits[i] = Hit{SessionID: ref.sess.id, Ordinal: int(ref.ord), Score: float64(c.score)}
 	}
+	return bestHits(hits, k), nil
+}
+
+// bestHits sorts hits best first and keeps k.
+func bestHits(hits []Hit, k int) []Hit {
 	slices.SortFunc(hits, func(a, b Hit) int {
 		return cmp.Or(cmp.Compare(b.Score, a.Score), cmp.Compare(a.SessionID, b.SessionID), cmp.Compare(a.Ordinal, b.Ordinal))
 	})
-	return hits[:min(k, len(hits))], nil
+	return hits[:min(k, len(hits))]
+}
+
+// splitScan runs scan over rows [0, n), split across up to workers
+// goroutines when n reaches parallelMinRows, and returns what the parts
+// found together.
+func splitScan(n, workers int, scan func(lo, hi int) ([]candidate, error)) ([]candidate, error) {
+	parts := 1
+	if n >= parallelMinRows {
+		parts = min(workers, n/scanBlock)
+	}
+	if parts <= 1 {
+		return scan(0, n)
+	}
+	per := (n + parts - 1) / parts
+	results := make([][]candidate, parts)
+	errs := make([]error, parts)
+	var wg sync.WaitGroup
+	for p := range parts {
+		lo, hi := p*per, min((p+1)*per, n)
+		wg.Go(func() { results[p], errs[p] = scan(lo, hi) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err // ctx.Err(): scans fail only on cancellation
+		}
+	}
+	return slices.Concat(results...), nil
 }
 
 // scan returns the top k candidates among rows [lo, hi).
@@ -780,9 +847,11 @@ func (u *userVectors) scan(ctx context.Context, q []float32, lo, hi, k int) ([]c
 
 // EmbeddedStats describes the store's memory.
 type EmbeddedStats struct {
-	Users      int   // users whose slab is in memory
+	Users      int   // users whose slab or codes are in memory
 	Vectors    int   // vectors in memory
+	CodedUsers int   // users kept as sign codes (from CodesFrom vectors)
 	SlabBytes  int64 // capacity of the slabs (4 bytes per float32)
+	CodeBytes  int64 // capacity of the sign codes (dim/8 + 8 bytes per vector)
 	IndexBytes int64 // estimate of the row and session index
 }
 
@@ -801,6 +870,10 @@ func (s *Embedded) Stats() EmbeddedStats {
 			st.Users++
 			st.Vectors += len(u.rows)
 			st.SlabBytes += int64(cap(u.data)) * 4
+			if u.codes != nil {
+				st.CodedUsers++
+				st.CodeBytes += u.codes.bytes()
+			}
 			// rowRef (16) + the row's entry in its session list (4), plus
 			// per session the struct, its map entry and id.
 			st.IndexBytes += int64(cap(u.rows))*16 + int64(len(u.rows))*4
@@ -900,7 +973,13 @@ func (u *userVectors) check(user string, dim, storedCount int, stored func(sid s
 	if len(u.rows) != storedCount {
 		problems = append(problems, fmt.Errorf("user %q: slab has %d rows, file has %d vectors", user, len(u.rows), storedCount))
 	}
-	if len(u.data) != len(u.rows)*dim {
+	if u.codes != nil {
+		c := u.codes
+		if len(u.data) != 0 || len(c.bits) != len(u.rows)*c.words || len(c.norm) != len(u.rows) || len(c.dotCentre) != len(u.rows) {
+			problems = append(problems, fmt.Errorf("user %q: %d floats, %d code words, %d norms for %d coded rows", user, len(u.data), len(c.bits), len(c.norm), len(u.rows)))
+			return problems
+		}
+	} else if len(u.data) != len(u.rows)*dim {
 		problems = append(problems, fmt.Errorf("user %q: slab has %d floats for %d rows of %d", user, len(u.data), len(u.rows), dim))
 		return problems
 	}
@@ -924,7 +1003,11 @@ func (u *userVectors) check(user string, dim, storedCount int, stored func(sid s
 			problems = append(problems, fmt.Errorf("user %q session %q ordinal %d: in memory, not in the file", user, ref.sess.id, ref.ord))
 			continue
 		}
-		if !slices.Equal(want, u.data[r*dim:(r+1)*dim]) {
+		if u.codes != nil {
+			if !u.codes.holds(r, want) {
+				problems = append(problems, fmt.Errorf("user %q session %q ordinal %d: code and file differ", user, ref.sess.id, ref.ord))
+			}
+		} else if !slices.Equal(want, u.data[r*dim:(r+1)*dim]) {
 			problems = append(problems, fmt.Errorf("user %q session %q ordinal %d: memory and file differ", user, ref.sess.id, ref.ord))
 		}
 	}
