@@ -36,13 +36,15 @@ const benchUsage = `bench relevance --dataset DIR [--modes fulltext,semantic,hyb
        bench import    [--size 1GB] [--formats claude-code,codex] [--transcripts DIR|none] [--seed S] [--out DIR] [--json]
        bench watch     [--messages 600] [--sessions-per-agent 3] [--interval 100ms-500ms] [--seed S] [--out DIR] [--json]
        bench embed     [--windows 256] [--rounds 5] [--seed S] [--out DIR] [--json]
+       bench vectors   [--vectors 1000000] [--dims 1536] [--queries 1000] [--k 10] [--seed S] [--dir DIR]
+                       [--reference CACHE.db] [--out DIR] [--json]
 
 See bench/README.md: bring your own data, what each metric means, comparing two commits.`
 
 func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, "Usage: hindsight "+benchUsage)
-		return cli.Usage("bench needs a subcommand: relevance, load, ingest, redact, import, watch or embed")
+		return cli.Usage("bench needs a subcommand: relevance, load, ingest, redact, import, watch, embed or vectors")
 	}
 	// The semantic settings (model directory, OpenAI key, WEAVIATE_URL...)
 	// come from the environment, as for serve.
@@ -89,6 +91,12 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 		return runner.Embed(ctx, c, stdout, stderr)
+	case "vectors":
+		c, err := parseBenchVectors(args[1:], stderr)
+		if err != nil {
+			return err
+		}
+		return runner.VectorIndex(ctx, c, stdout, stderr)
 	case "watch":
 		c, err := parseBenchWatch(args[1:], stderr)
 		if err != nil {
@@ -102,7 +110,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return runner.Watch(ctx, c, stdout, stderr)
 	}
 	fmt.Fprintln(stderr, "Usage: hindsight "+benchUsage)
-	return cli.Usagef("unknown bench %q (relevance, load, ingest, redact, import, watch or embed)", args[0])
+	return cli.Usagef("unknown bench %q (relevance, load, ingest, redact, import, watch, embed or vectors)", args[0])
 }
 
 func parseBenchRelevance(args []string, cfg *config.Config, stderr io.Writer) (runner.RelevanceConfig, error) {
@@ -367,6 +375,31 @@ func parseBenchEmbed(args []string, cfg config.Config, stderr io.Writer) (runner
 	}
 	if c.Windows < 1 || c.Rounds < 1 {
 		return c, cli.Usage("--windows and --rounds must be at least 1")
+	}
+	return c, nil
+}
+
+func parseBenchVectors(args []string, stderr io.Writer) (runner.VectorIndexConfig, error) {
+	c := runner.VectorIndexConfig{Command: runner.CommandLine(append([]string{"hindsight", "bench", "vectors"}, args...))}
+	fs := cli.NewFlags("bench vectors", benchUsage, stderr)
+	fs.IntVar(&c.Vectors, "vectors", 1000000, "vectors of the one user searched, generated with the clustered structure of real embeddings (internal/embedgen)")
+	fs.IntVar(&c.Dims, "dims", 1536, "dimensions of every vector")
+	fs.IntVar(&c.Queries, "queries", 1000, "queries timed, each answered by the store's index and by the exact scan (the ground truth)")
+	fs.IntVar(&c.K, "k", 10, "hits per query")
+	fs.Uint64Var(&c.Seed, "seed", 1, "seed of the generated set and queries")
+	fs.StringVar(&c.Dir, "dir", "", "directory keeping the store file (1M × 1536 makes an 8 GB file), reused by a later run of the same set (default: a temp dir, removed)")
+	fs.StringVar(&c.Reference, "reference", "", "an embedding cache file (e.g. .cache/embeddings/coding-sessions.db) whose cosine spread the generator's is compared with")
+	fs.StringVar(&c.Out, "out", "", "directory for report.md and result.json")
+	fs.BoolVar(&c.JSON, "json", false, "print only the JSON result")
+	pos, err := cli.Parse(fs, args)
+	if err != nil {
+		return c, err
+	}
+	if len(pos) > 0 {
+		return c, cli.Usagef("bench vectors takes no arguments, got %q", pos)
+	}
+	if c.Vectors < 20 || c.Dims < 1 || c.Queries < 1 || c.K < 1 {
+		return c, cli.Usage("--vectors must be at least 20, --dims, --queries and --k at least 1")
 	}
 	return c, nil
 }

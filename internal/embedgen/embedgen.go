@@ -13,13 +13,13 @@
 // tight and others loose); every part is an independent Gaussian direction
 // of length about 1. There are 64 super-topics of 32 topics each; the
 // subtopics, about 15 vectors each at the caller's count, are spread over
-// the topics. The weights (a = 0.75 ± 20%, b = c = d = 0.3, e uniform in
+// the topics. The weights (a = 0.86 ± 25%, b = c = d = 0.3, e uniform in
 // [0.12, 0.45]) were set so that, at the size of the coding-session set
 // (19,375 chunks), random pairs and nearest neighbours have about the
-// cosines the offline model gives that set's chunks: random pairs around
-// 0.66 (0.51 to 0.77 between the 10th and 90th percentile), the nearest
-// neighbour around 0.93, the tenth around 0.89. bench vectors reports the
-// same figures for each generated set.
+// cosines the offline model gives that set's chunks (`hindsight bench
+// vectors --reference` prints both): random pairs around 0.65 (0.51 to
+// 0.76 between the 10th and 90th percentile), the nearest neighbour around
+// 0.93, the tenth around 0.89.
 //
 // Vector i is a function of the seed, the dimension, the subtopic count and
 // i alone, so a run can regenerate any vector instead of keeping it.
@@ -35,8 +35,8 @@ const (
 	topicsPerSuper = 32
 	perSubtopic    = 15 // vectors per subtopic, on average
 
-	weightCommon   = 0.75
-	jitterCommon   = 0.2
+	weightCommon   = 0.86
+	jitterCommon   = 0.25
 	weightSuper    = 0.3
 	weightTopic    = 0.3
 	weightSubtopic = 0.3
