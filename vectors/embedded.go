@@ -13,6 +13,7 @@ import (
 	"slices"
 	"sync"
 	"time"
+	"unsafe"
 
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
@@ -60,7 +61,7 @@ type EmbeddedOptions struct {
 	CodesFrom int
 }
 
-// Embedded is the default vector store: exact cosine search over each user's
+// Embedded is the default vector store: cosine search over each user's
 // vectors, persisted in its own bbolt file.
 //
 // # Layout
@@ -74,18 +75,35 @@ type EmbeddedOptions struct {
 // their fsyncs. Vectors are derived data (`hindsight reembed` rebuilds
 // them), so a backup of the records file need not copy them.
 //
-// In memory each user that has been queried has one contiguous slab of
-// normalised float32 rows (4×dim bytes per vector, plus about 25 bytes of
-// row and session index at 20 chunks a session), loaded lazily on the
-// user's first query and kept in step by Upsert and Delete (removed rows are
-// swap-removed). A slab stays in memory until Close, or until a Delete (or
-// an Upsert of empty sessions) leaves its user without vectors: the user's
-// entry is then dropped, slab and all, so deleting a user's data (DELETE
-// /api/account/data, whose vectors the indexing pipeline deletes) frees its
-// memory. A query scores the slab
-// with gonum's assembly Sgemv in blocks of 4,096 rows, checking ctx between
-// blocks, and keeps the top k in a small heap; a slab of 16,384 rows or more
-// is split across Workers goroutines.
+// In memory each user that has been queried has one of two indexes,
+// loaded lazily on the user's first query (from the file, which is the
+// only thing persisted: nothing in memory needs a format of its own) and
+// kept in step by Upsert and Delete (removed rows are swap-removed):
+//
+//   - Under CodesFrom vectors (2,048 by default), a contiguous slab of the
+//     normalised float32 rows (4×dim bytes per vector), scanned exactly: a
+//     query scores the slab with gonum's assembly Sgemv in blocks of 4,096
+//     rows, checking ctx between blocks, and keeps the top k in a small heap.
+//   - From CodesFrom vectors on, sign codes (signCodes): one bit per
+//     dimension of the row minus the user's mean, plus two float32s, so
+//     dim/8 + 8 bytes per vector (1/31 of the slab at 1,536 dimensions). A
+//     query estimates every row's cosine from the Hamming distance of the
+//     codes (XOR and POPCNT) and re-scores the best max(256, 16k) exactly
+//     with the stored vectors, read from the file in one read transaction
+//     (bbolt's memory map: the kernel's page cache, not the heap). Scores
+//     are therefore exact; the short list can miss a true neighbour
+//     (recall@10 is measured in bench/results/vectors-1m). A slab that
+//     grows past CodesFrom is turned into codes in place.
+//
+// Both are split across Workers goroutines from 16,384 rows on. Each
+// user's index is built from her vectors alone (the codes' centre is her
+// own mean), so one user's data never changes another's hits or scores.
+// An index stays in memory until Close, or until a Delete (or an Upsert of
+// empty sessions) leaves its user without vectors: the user's entry is
+// then dropped, so deleting a user's data (DELETE /api/account/data, whose
+// vectors the indexing pipeline deletes) frees its memory. Either index
+// also keeps a row and session index of about 25 bytes a vector at 20
+// chunks a session.
 //
 // # Concurrency
 //
@@ -471,7 +489,14 @@ func decodeValue(v []byte) (hash string, floats []byte, err error) {
 	return string(v[1+w : 1+w+int(n)]), floats, nil
 }
 
+// decodeFloats fills dst from the first 4×len(dst) bytes of src. On a
+// little-endian machine the bytes are the floats: one copy (into dst, which
+// is aligned, so no unaligned float is ever read).
 func decodeFloats(dst []float32, src []byte) {
+	if len(dst) > 0 && binary.NativeEndian.Uint16([]byte{1, 0}) == 1 {
+		copy(unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), 4*len(dst)), src[:4*len(dst)])
+		return
+	}
 	for i := range dst {
 		dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(src[4*i:]))
 	}
@@ -975,8 +1000,9 @@ func (u *userVectors) check(user string, dim, storedCount int, stored func(sid s
 	}
 	if u.codes != nil {
 		c := u.codes
-		if len(u.data) != 0 || len(c.bits) != len(u.rows)*c.words || len(c.norm) != len(u.rows) || len(c.dotCentre) != len(u.rows) {
-			problems = append(problems, fmt.Errorf("user %q: %d floats, %d code words, %d norms for %d coded rows", user, len(u.data), len(c.bits), len(c.norm), len(u.rows)))
+		if len(u.data) != 0 || len(c.head)+len(c.tail) != len(u.rows)*c.words || len(c.head) != len(u.rows)*c.headWords ||
+			len(c.norm) != len(u.rows) || len(c.dotCentre) != len(u.rows) {
+			problems = append(problems, fmt.Errorf("user %q: %d floats, %d+%d code words, %d norms for %d coded rows", user, len(u.data), len(c.head), len(c.tail), len(c.norm), len(u.rows)))
 			return problems
 		}
 	} else if len(u.data) != len(u.rows)*dim {

@@ -3,11 +3,9 @@ package vectors
 import (
 	"cmp"
 	"context"
-	"encoding/binary"
 	"math"
 	"math/bits"
 	"slices"
-	"unsafe"
 
 	bolt "go.etcd.io/bbolt"
 	"gonum.org/v1/gonum/blas/blas32"
@@ -44,18 +42,29 @@ const (
 // estimates the angle between x−c and q−c over π. Centring matters:
 // embeddings share a large common component (the offline model's vectors
 // have a mean of length 0.8), which would otherwise fix most signs.
+//
+// A code is kept in two planes: its first quarter (head, the signs of the
+// first dimensions) and the rest (tail). A scan reads the head of every
+// row, keeps the rows whose heads are nearest the query's (survivorsFor),
+// and reads the tails of those alone: a quarter of the memory traffic and
+// the popcounts of a full scan.
 type signCodes struct {
 	dim, words int
+	headWords  int // words in head; words−headWords in tail
 	centre     []float32
 	centreSq   float32   // c·c
 	cosTable   []float32 // cos(π h/dim) for h in [0, dim]
-	bits       []uint64  // rows × words
+	head       []uint64  // rows × headWords
+	tail       []uint64  // rows × (words−headWords)
 	norm       []float32 // |x−c| per row
 	dotCentre  []float32 // x·c per row
+	scratch    []uint64  // a code being written (under the user's write lock)
 }
 
 func newSignCodes(dim int, centre []float32) *signCodes {
-	c := &signCodes{dim: dim, words: (dim + 63) / 64, centre: centre, cosTable: make([]float32, dim+1)}
+	words := (dim + 63) / 64
+	c := &signCodes{dim: dim, words: words, headWords: (words + 3) / 4, centre: centre, cosTable: make([]float32, dim+1),
+		scratch: make([]uint64, words)}
 	for _, x := range centre {
 		c.centreSq += x * x
 	}
@@ -82,26 +91,32 @@ func (c *signCodes) encode(x []float32, dst []uint64) (norm, dotCentre float32) 
 
 // appendRow adds x as the last row.
 func (c *signCodes) appendRow(x []float32) {
-	at := len(c.bits)
-	c.bits = append(c.bits, make([]uint64, c.words)...)
-	n, d := c.encode(x, c.bits[at:])
+	n, d := c.encode(x, c.scratch)
+	c.head = append(c.head, c.scratch[:c.headWords]...)
+	c.tail = append(c.tail, c.scratch[c.headWords:]...)
 	c.norm = append(c.norm, n)
 	c.dotCentre = append(c.dotCentre, d)
 }
 
 // moveRow copies row from over row to, and truncate drops rows from n on.
 func (c *signCodes) moveRow(to, from int) {
-	copy(c.bits[to*c.words:(to+1)*c.words], c.bits[from*c.words:(from+1)*c.words])
+	hw, tw := c.headWords, c.words-c.headWords
+	copy(c.head[to*hw:(to+1)*hw], c.head[from*hw:(from+1)*hw])
+	copy(c.tail[to*tw:(to+1)*tw], c.tail[from*tw:(from+1)*tw])
 	c.norm[to], c.dotCentre[to] = c.norm[from], c.dotCentre[from]
 }
 
 func (c *signCodes) truncate(n int) {
-	c.bits, c.norm, c.dotCentre = c.bits[:n*c.words], c.norm[:n], c.dotCentre[:n]
+	c.head, c.tail = c.head[:n*c.headWords], c.tail[:n*(c.words-c.headWords)]
+	c.norm, c.dotCentre = c.norm[:n], c.dotCentre[:n]
 }
+
+// rows is the number of rows.
+func (c *signCodes) rows() int { return len(c.norm) }
 
 // bytes is the memory the codes hold.
 func (c *signCodes) bytes() int64 {
-	return int64(cap(c.bits))*8 + int64(cap(c.norm)+cap(c.dotCentre)+cap(c.centre)+cap(c.cosTable))*4
+	return int64(cap(c.head)+cap(c.tail)+cap(c.scratch))*8 + int64(cap(c.norm)+cap(c.dotCentre)+cap(c.centre)+cap(c.cosTable))*4
 }
 
 // codedQuery is a query prepared for estimate.
@@ -119,6 +134,11 @@ func (c *signCodes) prepare(q []float32) codedQuery {
 	return cq
 }
 
+// survivorsFor is how many rows of a scanned range of rows keep their
+// place by their heads alone: 1/64 of them, and never under 8n (n the
+// short list wanted), so the full codes rank a few thousand rows.
+func survivorsFor(rows, n int) int { return max(8*n, rows/64) }
+
 // shortList returns the n rows of [lo, hi) with the highest estimated
 // scores (in no order), checking ctx every scanBlock rows.
 func (c *signCodes) shortList(ctx context.Context, q codedQuery, lo, hi, n int) ([]candidate, error) {
@@ -126,28 +146,111 @@ func (c *signCodes) shortList(ctx context.Context, q codedQuery, lo, hi, n int) 
 	// floor is the worst kept estimate once n are kept: most rows fall
 	// below it and cost one comparison, not a call.
 	floor := float32(math.Inf(-1))
-	w := c.words
-	qb := q.bits
+	hw, tw := c.headWords, c.words-c.headWords
+	qh, qt := q.bits[:hw], q.bits[hw:]
+	rank := func(r, h int) {
+		h += hamming(c.tail[r*tw:(r+1)*tw], qt)
+		est := c.norm[r]*q.norm*c.cosTable[h] + c.dotCentre[r] + q.extra
+		if est > floor {
+			top.Push(candidate{score: est, row: int32(r)})
+			if top.Len() == n {
+				floor = top.Items()[0].score
+			}
+		}
+	}
+	keep := survivorsFor(hi-lo, n)
+	if tw == 0 || keep >= hi-lo {
+		for start := lo; start < hi; start += scanBlock {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			for r := start; r < min(start+scanBlock, hi); r++ {
+				rank(r, hamming(c.head[r*hw:(r+1)*hw], qh))
+			}
+		}
+		return top.Items(), nil
+	}
+	// The heads' distances and their histogram, then the cut that keeps
+	// at least keep rows.
+	dist := make([]uint16, hi-lo)
+	counts := make([]int, 64*hw+1)
 	for start := lo; start < hi; start += scanBlock {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		end := min(start+scanBlock, hi)
-		codes := c.bits[start*w : end*w]
-		norm, dotc := c.norm[start:end], c.dotCentre[start:end]
-		for i := range norm {
-			row := codes[i*w : (i+1)*w : (i+1)*w]
-			h := hamming(row, qb)
-			est := norm[i]*q.norm*c.cosTable[h] + dotc[i] + q.extra
-			if est > floor {
-				top.Push(candidate{score: est, row: int32(start + i)})
-				if top.Len() == n {
-					floor = top.Items()[0].score
-				}
-			}
+		headDistances(c.head[start*hw:end*hw], qh, dist[start-lo:end-lo], counts)
+	}
+	cut, kept := 0, 0
+	for cut < len(counts)-1 && kept+counts[cut] < keep {
+		kept += counts[cut]
+		cut++
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for i, h := range dist {
+		if int(h) <= cut {
+			rank(lo+i, int(h))
 		}
 	}
 	return top.Items(), nil
+}
+
+// headDistances writes the Hamming distance of each head in heads (rows of
+// len(q) words) to q into dist, and counts them in counts. The usual head
+// sizes (dimensions of 256 to 1,536) have a loop each: a fixed-size row is
+// read without bounds checks or a call, which halves the scan.
+func headDistances(heads, q []uint64, dist []uint16, counts []int) {
+	switch len(q) {
+	case 1:
+		q0 := q[0]
+		for i, x := range heads[:len(dist)] {
+			h := bits.OnesCount64(x ^ q0)
+			dist[i] = uint16(h)
+			counts[h]++
+		}
+	case 2:
+		qa := (*[2]uint64)(q)
+		for i := range dist {
+			x := (*[2]uint64)(heads[2*i:])
+			h := bits.OnesCount64(x[0]^qa[0]) + bits.OnesCount64(x[1]^qa[1])
+			dist[i] = uint16(h)
+			counts[h]++
+		}
+	case 3:
+		qa := (*[3]uint64)(q)
+		for i := range dist {
+			x := (*[3]uint64)(heads[3*i:])
+			h := bits.OnesCount64(x[0]^qa[0]) + bits.OnesCount64(x[1]^qa[1]) + bits.OnesCount64(x[2]^qa[2])
+			dist[i] = uint16(h)
+			counts[h]++
+		}
+	case 4:
+		qa := (*[4]uint64)(q)
+		for i := range dist {
+			x := (*[4]uint64)(heads[4*i:])
+			h := bits.OnesCount64(x[0]^qa[0]) + bits.OnesCount64(x[1]^qa[1]) + bits.OnesCount64(x[2]^qa[2]) + bits.OnesCount64(x[3]^qa[3])
+			dist[i] = uint16(h)
+			counts[h]++
+		}
+	case 6:
+		qa := (*[6]uint64)(q)
+		for i := range dist {
+			x := (*[6]uint64)(heads[6*i:])
+			h := bits.OnesCount64(x[0]^qa[0]) + bits.OnesCount64(x[1]^qa[1]) + bits.OnesCount64(x[2]^qa[2]) +
+				bits.OnesCount64(x[3]^qa[3]) + bits.OnesCount64(x[4]^qa[4]) + bits.OnesCount64(x[5]^qa[5])
+			dist[i] = uint16(h)
+			counts[h]++
+		}
+	default:
+		w := len(q)
+		for i := range dist {
+			h := hamming(heads[i*w:(i+1)*w:(i+1)*w], q)
+			dist[i] = uint16(h)
+			counts[h]++
+		}
+	}
 }
 
 // hamming counts the differing bits of two codes of equal length.
@@ -175,10 +278,8 @@ func hamming(a, b []uint64) int {
 func (u *userVectors) rescore(ctx context.Context, db *bolt.DB, userID string, q []float32, cands []candidate) ([]Hit, error) {
 	hits := make([]Hit, 0, len(cands))
 	buf := make([]float32, u.dim)
-	raw := unsafe.Slice((*byte)(unsafe.Pointer(&buf[0])), 4*len(buf)) // little endian: the stored bytes are the floats
 	x := blas32.Vector{N: u.dim, Inc: 1, Data: buf}
 	qv := blas32.Vector{N: u.dim, Inc: 1, Data: q}
-	native := binary.NativeEndian.Uint16([]byte{1, 0}) == 1 // little endian, as stored
 	err := db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketVectors)
 		if b == nil {
@@ -198,14 +299,10 @@ func (u *userVectors) rescore(ctx context.Context, db *bolt.DB, userID string, q
 				continue
 			}
 			_, floats, err := decodeValue(v)
-			if err != nil || len(floats) != len(raw) {
+			if err != nil || len(floats) != 4*len(buf) {
 				continue // Check reports such a value; the exact scan refuses to load it
 			}
-			if native {
-				copy(raw, floats)
-			} else {
-				decodeFloats(buf, floats)
-			}
+			decodeFloats(buf, floats)
 			hits = append(hits, Hit{SessionID: ref.sess.id, Ordinal: int(ref.ord), Score: float64(blas32.Dot(qv, x))})
 		}
 		return nil
@@ -224,7 +321,8 @@ func centreOf(sum []float64, n int) []float32 {
 
 // grow makes room for n more rows.
 func (c *signCodes) grow(n int) {
-	c.bits = slices.Grow(c.bits, n*c.words)
+	c.head = slices.Grow(c.head, n*c.headWords)
+	c.tail = slices.Grow(c.tail, n*(c.words-c.headWords))
 	c.norm = slices.Grow(c.norm, n)
 	c.dotCentre = slices.Grow(c.dotCentre, n)
 }
@@ -287,5 +385,7 @@ func (u *userVectors) nearestCoded(ctx context.Context, db *bolt.DB, userID stri
 func (c *signCodes) holds(r int, x []float32) bool {
 	want := make([]uint64, c.words)
 	n, d := c.encode(x, want)
-	return slices.Equal(want, c.bits[r*c.words:(r+1)*c.words]) && n == c.norm[r] && d == c.dotCentre[r]
+	hw, tw := c.headWords, c.words-c.headWords
+	return slices.Equal(want[:hw], c.head[r*hw:(r+1)*hw]) && slices.Equal(want[hw:], c.tail[r*tw:(r+1)*tw]) &&
+		n == c.norm[r] && d == c.dotCentre[r]
 }
