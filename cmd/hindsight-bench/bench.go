@@ -30,6 +30,7 @@ const benchUsage = `bench relevance --dataset DIR [--modes fulltext,semantic,hyb
                        [--sweep rrf.k=10,30,60 --sweep depth=20,50,100 --sweep title.boost=1,2,4] [--sweep-mode M]
                        [--baseline result.json] [--max-docs N] [--max-queries N] [--split NAME] [--out DIR] [--json]
        bench load      [--sessions N | --grow 10000,30000,100000] [--messages M] [--concurrency C] [--users U]
+                       [--modes fulltext,semantic,hybrid] [--embedder none|local|openai|auto|synthetic]
                        [--store embedded|weaviate] [--text-index bleve|weaviate|both] [--out DIR] [--json]
        bench ingest    [--batch-messages N] [--batch-size N] [--singles N] [--concurrency C] [--seed S] [--json]
        bench redact    [--datasets DIR] [--labels FILE] [--seed S] [--per-kind N] [--ingest-messages N] [--rounds R] [--out DIR] [--json]
@@ -37,7 +38,7 @@ const benchUsage = `bench relevance --dataset DIR [--modes fulltext,semantic,hyb
        bench watch     [--messages 600] [--sessions-per-agent 3] [--interval 100ms-500ms] [--seed S] [--out DIR] [--json]
        bench embed     [--windows 256] [--rounds 5] [--seed S] [--out DIR] [--json]
        bench vectors   [--vectors 1000000] [--dims 1536] [--queries 1000] [--k 10] [--seed S] [--dir DIR]
-                       [--reference CACHE.db] [--out DIR] [--json]
+                       [--reuse-truth] [--reference CACHE.db] [--out DIR] [--json]
 
 See bench/README.md: bring your own data, what each metric means, comparing two commits.`
 
@@ -221,7 +222,7 @@ func parseBenchLoad(args []string, cfg *config.Config, stderr io.Writer) (runner
 	fs.Uint64Var(&c.Seed, "seed", 1, "generator seed (same seed, same sessions)")
 	grow := fs.String("grow", "", "comma-separated sizes to measure in turn, e.g. 10000,30000,100000,300000 (overrides --sessions)")
 	modes := fs.String("modes", "fulltext", "search modes to time: fulltext, semantic, hybrid (the last two need --embedder)")
-	fs.StringVar(&c.Vectors.Embedder, "embedder", "none", "embedder: none, local, openai or auto; embedding a large generated set takes long (the offline model embeds a few dozen windows a second)")
+	fs.StringVar(&c.Vectors.Embedder, "embedder", "none", "embedder: none, local, openai, auto, or synthetic (1,536-d clustered vectors picked by each text's hash, served on loopback: times semantic and hybrid at any size; their rankings mean nothing); embedding a large generated set with a real model takes long (the offline model embeds a few dozen windows a second)")
 	fs.StringVar(&c.Vectors.Store, "store", "embedded", "vector store: embedded or weaviate (needs WEAVIATE_URL)")
 	fs.BoolVar(&c.SkipRebuild, "skip-rebuild", false, "do not time a full index rebuild at each step")
 	fs.BoolVar(&c.Restore, "restore", false, "after the last step, time a hot backup, a restore and a server start until /ready")
@@ -388,6 +389,7 @@ func parseBenchVectors(args []string, stderr io.Writer) (runner.VectorIndexConfi
 	fs.IntVar(&c.K, "k", 10, "hits per query")
 	fs.Uint64Var(&c.Seed, "seed", 1, "seed of the generated set and queries")
 	fs.StringVar(&c.Dir, "dir", "", "directory keeping the store file (1M × 1536 makes an 8 GB file), reused by a later run of the same set (default: a temp dir, removed)")
+	fs.BoolVar(&c.ReuseTruth, "reuse-truth", false, "take the exact scan's hits from the file an earlier run of the same --dir, --queries and --k left there, and skip the exact scan (no exact timings then)")
 	fs.StringVar(&c.Reference, "reference", "", "an embedding cache file (e.g. .cache/embeddings/coding-sessions.db) whose cosine spread the generator's is compared with")
 	fs.StringVar(&c.Out, "out", "", "directory for report.md and result.json")
 	fs.BoolVar(&c.JSON, "json", false, "print only the JSON result")
