@@ -43,11 +43,12 @@ const (
 // embeddings share a large common component (the offline model's vectors
 // have a mean of length 0.8), which would otherwise fix most signs.
 //
-// A code is kept in two planes: its first quarter (head, the signs of the
+// A code is kept in two planes: its first eighth (head, the signs of the
 // first dimensions) and the rest (tail). A scan reads the head of every
 // row, keeps the rows whose heads are nearest the query's (survivorsFor),
-// and reads the tails of those alone: a quarter of the memory traffic and
-// the popcounts of a full scan.
+// and reads the tails of those alone: an eighth of the memory traffic of a
+// full scan, which is what bounds it (a scan streams the heads from
+// memory; the survivors' tails are random reads, so they are kept few).
 type signCodes struct {
 	dim, words int
 	headWords  int // words in head; words−headWords in tail
@@ -63,7 +64,7 @@ type signCodes struct {
 
 func newSignCodes(dim int, centre []float32) *signCodes {
 	words := (dim + 63) / 64
-	c := &signCodes{dim: dim, words: words, headWords: (words + 3) / 4, centre: centre, cosTable: make([]float32, dim+1),
+	c := &signCodes{dim: dim, words: words, headWords: (words + 7) / 8, centre: centre, cosTable: make([]float32, dim+1),
 		scratch: make([]uint64, words)}
 	for _, x := range centre {
 		c.centreSq += x * x
@@ -198,8 +199,8 @@ func (c *signCodes) shortList(ctx context.Context, q codedQuery, lo, hi, n int) 
 }
 
 // headDistances writes the Hamming distance of each head in heads (rows of
-// len(q) words) to q into dist, and counts them in counts. The usual head
-// sizes (dimensions of 256 to 1,536) have a loop each: a fixed-size row is
+// len(q) words) to q into dist, and counts them in counts. The heads of
+// the usual dimensions (up to 3,072) have a loop each: a fixed-size row is
 // read without bounds checks or a call, which halves the scan.
 func headDistances(heads, q []uint64, dist []uint16, counts []int) {
 	switch len(q) {
