@@ -43,12 +43,13 @@ const (
 // embeddings share a large common component (the offline model's vectors
 // have a mean of length 0.8), which would otherwise fix most signs.
 //
-// A code is kept in two planes: its first eighth (head, the signs of the
-// first dimensions) and the rest (tail). A scan reads the head of every
-// row, keeps the rows whose heads are nearest the query's (survivorsFor),
-// and reads the tails of those alone: an eighth of the memory traffic of a
-// full scan, which is what bounds it (a scan streams the heads from
-// memory; the survivors' tails are random reads, so they are kept few).
+// A code is kept in two planes: its first eighth, and at least 256 bits
+// (head, the signs of the first dimensions), and the rest (tail). A scan
+// reads the head of every row, keeps the rows whose heads are nearest the
+// query's (survivorsFor), and reads the tails of those alone. The scan
+// streams the heads from memory, so their size bounds it (the survivors'
+// tails are random reads, so they are kept few); a head under 256 bits
+// loses neighbours where clusters are loose (TestCodesRecallLooseClusters).
 type signCodes struct {
 	dim, words int
 	headWords  int // words in head; words−headWords in tail
@@ -64,7 +65,7 @@ type signCodes struct {
 
 func newSignCodes(dim int, centre []float32) *signCodes {
 	words := (dim + 63) / 64
-	c := &signCodes{dim: dim, words: words, headWords: (words + 7) / 8, centre: centre, cosTable: make([]float32, dim+1),
+	c := &signCodes{dim: dim, words: words, headWords: min(words, max(4, (words+7)/8)), centre: centre, cosTable: make([]float32, dim+1),
 		scratch: make([]uint64, words)}
 	for _, x := range centre {
 		c.centreSq += x * x

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -303,5 +304,71 @@ func TestCodesMemoryPerVector(t *testing.T) {
 	perVector := float64(s.CodeBytes) / n
 	if s.SlabBytes != 0 || perVector < dim/8+8 || perVector > 1.02*(dim/8+8)+2*4*dim/float64(n) { // allocation rounding, the centre and cosine table
 		t.Errorf("Stats = %+v: %.1f code bytes per vector, want %d plus the centre's share", s, perVector, dim/8+8)
+	}
+}
+
+// TestCodesRecallLooseClusters: vectors whose noise outweighs their
+// cluster centre (within a cluster cosines are about 0.3, so a query's
+// top 10 beyond its nearest are near ties), the data the Weaviate store's
+// agreement test uses, still give the codes the exact scan's top 10.
+func TestCodesRecallLooseClusters(t *testing.T) {
+	const n, dim, k, queries = 10000, 512, 10, 50
+	r := rand.New(rand.NewPCG(10, 10))
+	unit := func(v []float32) []float32 {
+		var s float64
+		for _, x := range v {
+			s += float64(x) * float64(x)
+		}
+		for i := range v {
+			v[i] = float32(float64(v[i]) / math.Sqrt(s))
+		}
+		return v
+	}
+	noisy := func(base []float32, spread float64) []float32 {
+		v := make([]float32, dim)
+		for j := range v {
+			v[j] = base[j] + float32(r.NormFloat64()*spread)
+		}
+		return unit(v)
+	}
+	centres := make([][]float32, 100)
+	for i := range centres {
+		centres[i] = noisy(make([]float32, dim), 1)
+	}
+	ctx := context.Background()
+	st := openEmbedded(t, filepath.Join(t.TempDir(), "v.db"), vectors.EmbeddedOptions{Workers: 2})
+	if err := st.SetMeta(ctx, "m", dim); err != nil {
+		t.Fatal(err)
+	}
+	all := map[vectors.Hit][]float32{}
+	sessions := map[string][]vectors.Vector{}
+	data := make([][]float32, n)
+	for i := range data {
+		data[i] = noisy(centres[r.IntN(len(centres))], 0.05)
+		sid := fmt.Sprintf("s%05d", i/10)
+		sessions[sid] = append(sessions[sid], vectors.Vector{Ordinal: i % 10, TextHash: "h", Values: data[i]})
+		all[vectors.Hit{SessionID: sid, Ordinal: i % 10}] = data[i]
+	}
+	if err := st.Upsert(ctx, "u", sessions); err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for i := range queries {
+		q := noisy(data[r.IntN(n)], 0.05)
+		got, err := st.Nearest(ctx, "u", q, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := recallAndScores(got, bruteForce(all, q, k), all, q)
+		if err != nil {
+			t.Fatalf("query %d: %v", i, err)
+		}
+		found += f
+	}
+	if s := st.Stats(); s.CodedUsers != 1 {
+		t.Fatalf("Stats = %+v, want the user kept as codes (10,000 vectors, default CodesFrom)", s)
+	}
+	if recall := float64(found) / (queries * k); recall < 0.98 {
+		t.Errorf("recall@%d = %.3f against the exact scan, want >= 0.98", k, recall)
 	}
 }
