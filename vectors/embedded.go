@@ -13,6 +13,7 @@ import (
 	"slices"
 	"sync"
 	"time"
+	"unsafe"
 
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
@@ -53,9 +54,14 @@ type EmbeddedOptions struct {
 	// Workers is how many goroutines scan one large slab in one query; 0
 	// means GOMAXPROCS. Slabs under 16,384 rows are scanned by one.
 	Workers int
+	// CodesFrom is the number of vectors from which a user is searched
+	// through sign codes and exact re-scoring instead of an exact scan; 0
+	// means DefaultCodesFrom, a negative value never (every query an exact
+	// scan of full-precision vectors in memory: the reference).
+	CodesFrom int
 }
 
-// Embedded is the default vector store: exact cosine search over each user's
+// Embedded is the default vector store: cosine search over each user's
 // vectors, persisted in its own bbolt file.
 //
 // # Layout
@@ -69,18 +75,35 @@ type EmbeddedOptions struct {
 // their fsyncs. Vectors are derived data (`hindsight reembed` rebuilds
 // them), so a backup of the records file need not copy them.
 //
-// In memory each user that has been queried has one contiguous slab of
-// normalised float32 rows (4×dim bytes per vector, plus about 25 bytes of
-// row and session index at 20 chunks a session), loaded lazily on the
-// user's first query and kept in step by Upsert and Delete (removed rows are
-// swap-removed). A slab stays in memory until Close, or until a Delete (or
-// an Upsert of empty sessions) leaves its user without vectors: the user's
-// entry is then dropped, slab and all, so deleting a user's data (DELETE
-// /api/account/data, whose vectors the indexing pipeline deletes) frees its
-// memory. A query scores the slab
-// with gonum's assembly Sgemv in blocks of 4,096 rows, checking ctx between
-// blocks, and keeps the top k in a small heap; a slab of 16,384 rows or more
-// is split across Workers goroutines.
+// In memory each user that has been queried has one of two indexes,
+// loaded lazily on the user's first query (from the file, which is the
+// only thing persisted: nothing in memory needs a format of its own) and
+// kept in step by Upsert and Delete (removed rows are swap-removed):
+//
+//   - Under CodesFrom vectors (2,048 by default), a contiguous slab of the
+//     normalised float32 rows (4×dim bytes per vector), scanned exactly: a
+//     query scores the slab with gonum's assembly Sgemv in blocks of 4,096
+//     rows, checking ctx between blocks, and keeps the top k in a small heap.
+//   - From CodesFrom vectors on, sign codes (signCodes): one bit per
+//     dimension of the row minus the user's mean, plus two float32s, so
+//     dim/8 + 8 bytes per vector (1/31 of the slab at 1,536 dimensions). A
+//     query estimates every row's cosine from the Hamming distance of the
+//     codes (XOR and POPCNT) and re-scores the best max(256, 16k) exactly
+//     with the stored vectors, read from the file in one read transaction
+//     (bbolt's memory map: the kernel's page cache, not the heap). Scores
+//     are therefore exact; the short list can miss a true neighbour
+//     (recall@10 is measured in bench/results/vectors-1m). A slab that
+//     grows past CodesFrom is turned into codes in place.
+//
+// Both are split across Workers goroutines from 16,384 rows on. Each
+// user's index is built from her vectors alone (the codes' centre is her
+// own mean), so one user's data never changes another's hits or scores.
+// An index stays in memory until Close, or until a Delete (or an Upsert of
+// empty sessions) leaves its user without vectors: the user's entry is
+// then dropped, so deleting a user's data (DELETE /api/account/data, whose
+// vectors the indexing pipeline deletes) frees its memory. Either index
+// also keeps a row and session index of about 25 bytes a vector at 20
+// chunks a session.
 //
 // # Concurrency
 //
@@ -90,9 +113,10 @@ type EmbeddedOptions struct {
 // serialised so memory follows the commit order; writes of different users
 // run in parallel up to bbolt's single writer.
 type Embedded struct {
-	db      *bolt.DB
-	path    string
-	workers int
+	db        *bolt.DB
+	path      string
+	workers   int
+	codesFrom int // math.MaxInt: never
 
 	// gate: Upsert and Delete hold it shared; SetMeta, Reset and Close hold
 	// it exclusively, so the dimension and the emptiness they check cannot
@@ -125,7 +149,10 @@ func OpenEmbedded(path string, opts EmbeddedOptions) (*Embedded, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open vector store %s: %w", path, err)
 	}
-	s := &Embedded{db: db, path: path, workers: max(1, opts.Workers), users: map[string]*userVectors{}}
+	s := &Embedded{db: db, path: path, workers: max(1, opts.Workers), codesFrom: cmp.Or(opts.CodesFrom, DefaultCodesFrom), users: map[string]*userVectors{}}
+	if s.codesFrom < 0 {
+		s.codesFrom = math.MaxInt
+	}
 	err = db.Update(func(tx *bolt.Tx) error {
 		if _, err := tx.CreateBucketIfNotExists(bucketVectors); err != nil {
 			return err
@@ -326,6 +353,9 @@ func (s *Embedded) write(ctx context.Context, userID string, sessions map[string
 		for sid, rs := range rows {
 			u.replace(sid, rs, s.dim)
 		}
+		if u.codes == nil && len(u.rows) >= s.codesFrom {
+			u.encodeSlab()
+		}
 		u.mu.Unlock()
 	}
 	return nil
@@ -459,7 +489,14 @@ func decodeValue(v []byte) (hash string, floats []byte, err error) {
 	return string(v[1+w : 1+w+int(n)]), floats, nil
 }
 
+// decodeFloats fills dst from the first 4×len(dst) bytes of src. On a
+// little-endian machine the bytes are the floats: one copy (into dst, which
+// is aligned, so no unaligned float is ever read).
 func decodeFloats(dst []float32, src []byte) {
+	if len(dst) > 0 && binary.NativeEndian.Uint16([]byte{1, 0}) == 1 {
+		copy(unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), 4*len(dst)), src[:4*len(dst)])
+		return
+	}
 	for i := range dst {
 		dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(src[4*i:]))
 	}
@@ -554,6 +591,13 @@ func (s *Embedded) Nearest(ctx context.Context, userID string, q []float32, k in
 	if u.dim != dim { // a Reset and SetMeta raced this query; its slab is gone
 		return []Hit{}, nil
 	}
+	if u.codes != nil {
+		hits, err := u.nearestCoded(ctx, s.db, userID, qn, k, s.workers)
+		if errors.Is(err, bolterrors.ErrDatabaseNotOpen) {
+			return nil, ErrClosed
+		}
+		return hits, err
+	}
 	return u.nearest(ctx, qn, k, s.workers)
 }
 
@@ -603,32 +647,57 @@ func (s *Embedded) loaded(ctx context.Context, userID string) (*userVectors, err
 		for k, _ := c.Seek(up); k != nil && bytes.HasPrefix(k, up); k, _ = c.Next() {
 			n++
 		}
-		fresh.data = make([]float32, 0, n*s.dim)
 		fresh.rows = make([]rowRef, 0, n)
-		for k, v := c.Seek(up); k != nil && bytes.HasPrefix(k, up); k, v = c.Next() {
-			sid, ord, ok := splitKey(k, len(up))
-			if !ok {
-				return fmt.Errorf("malformed key %x", k)
+		// each calls fn with every stored row of the user, decoded into
+		// one reused buffer.
+		each := func(fn func(sid string, ord int, x []float32)) error {
+			x := make([]float32, s.dim)
+			for k, v := c.Seek(up); k != nil && bytes.HasPrefix(k, up); k, v = c.Next() {
+				sid, ord, ok := splitKey(k, len(up))
+				if !ok {
+					return fmt.Errorf("malformed key %x", k)
+				}
+				_, raw, err := decodeValue(v)
+				if err != nil {
+					return fmt.Errorf("session %q ordinal %d: %w", sid, ord, err)
+				}
+				if len(raw) != 4*s.dim {
+					return fmt.Errorf("session %q ordinal %d has %d dimensions, the store holds %d: %w", sid, ord, len(raw)/4, s.dim, ErrDimensionMismatch)
+				}
+				decodeFloats(x, raw)
+				fn(sid, ord, x)
 			}
-			_, raw, err := decodeValue(v)
-			if err != nil {
-				return fmt.Errorf("session %q ordinal %d: %w", sid, ord, err)
-			}
-			if len(raw) != 4*s.dim {
-				return fmt.Errorf("session %q ordinal %d has %d dimensions, the store holds %d: %w", sid, ord, len(raw)/4, s.dim, ErrDimensionMismatch)
-			}
-			at := len(fresh.data)
-			fresh.data = fresh.data[:at+s.dim]
-			decodeFloats(fresh.data[at:], raw)
-			fresh.addRow(sid, ord)
+			return nil
 		}
-		return nil
+		if n < s.codesFrom {
+			fresh.data = make([]float32, 0, n*s.dim)
+			return each(func(sid string, ord int, x []float32) {
+				fresh.data = append(fresh.data, x...)
+				fresh.addRow(sid, ord)
+			})
+		}
+		// Two passes over the file, so that the full-precision rows are
+		// never all in memory: the centre, then the codes.
+		sum := make([]float64, s.dim)
+		if err := each(func(_ string, _ int, x []float32) {
+			for i, v := range x {
+				sum[i] += float64(v)
+			}
+		}); err != nil {
+			return err
+		}
+		fresh.codes = newSignCodes(s.dim, centreOf(sum, n))
+		fresh.codes.grow(n)
+		return each(func(sid string, ord int, x []float32) {
+			fresh.codes.appendRow(x)
+			fresh.addRow(sid, ord)
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("load vectors of user: %w", err)
 	}
 	u.mu.Lock()
-	u.data, u.rows, u.sessions, u.dim = fresh.data, fresh.rows, fresh.sessions, fresh.dim
+	u.data, u.codes, u.rows, u.sessions, u.dim = fresh.data, fresh.codes, fresh.rows, fresh.sessions, fresh.dim
 	u.loaded = true
 	u.mu.Unlock()
 	if len(fresh.rows) == 0 {
@@ -649,8 +718,9 @@ type userVectors struct {
 	gone    bool // under writeMu: dropped from the store's users (drop)
 
 	dim      int
-	data     []float32 // len(rows) × dim, row-major, unit rows
-	rows     []rowRef  // row -> (session, ordinal)
+	data     []float32  // len(rows) × dim, row-major, unit rows; nil when codes are kept
+	codes    *signCodes // the rows' codes instead of data, from codesFrom rows on
+	rows     []rowRef   // row -> (session, ordinal)
 	sessions map[string]*sessionRows
 }
 
@@ -685,7 +755,11 @@ func (u *userVectors) replace(sid string, rs []Vector, dim int) {
 		delete(u.sessions, sid)
 	}
 	for _, r := range rs {
-		u.data = append(u.data, r.Values...)
+		if u.codes != nil {
+			u.codes.appendRow(r.Values)
+		} else {
+			u.data = append(u.data, r.Values...)
+		}
 		u.addRow(sid, r.Ordinal)
 	}
 }
@@ -695,14 +769,22 @@ func (u *userVectors) replace(sid string, rs []Vector, dim int) {
 func (u *userVectors) swapRemove(r, dim int) {
 	last := len(u.rows) - 1
 	if r != last {
-		copy(u.data[r*dim:(r+1)*dim], u.data[last*dim:])
+		if u.codes != nil {
+			u.codes.moveRow(r, last)
+		} else {
+			copy(u.data[r*dim:(r+1)*dim], u.data[last*dim:])
+		}
 		moved := u.rows[last]
 		u.rows[r] = moved
 		i := slices.Index(moved.sess.rows, int32(last))
 		moved.sess.rows[i] = int32(r)
 	}
 	u.rows = u.rows[:last]
-	u.data = u.data[:last*dim]
+	if u.codes != nil {
+		u.codes.truncate(last)
+	} else {
+		u.data = u.data[:last*dim]
+	}
 }
 
 // candidate is a row and its score during a scan.
@@ -718,42 +800,52 @@ func (u *userVectors) nearest(ctx context.Context, q []float32, k, workers int) 
 		return []Hit{}, nil
 	}
 	k = min(k, n)
-	parts := 1
-	if n >= parallelMinRows {
-		parts = min(workers, n/scanBlock)
-	}
-	var cands []candidate
-	if parts <= 1 {
-		var err error
-		if cands, err = u.scan(ctx, q, 0, n, k); err != nil {
-			return nil, err
-		}
-	} else {
-		per := (n + parts - 1) / parts
-		results := make([][]candidate, parts)
-		errs := make([]error, parts)
-		var wg sync.WaitGroup
-		for p := range parts {
-			lo, hi := p*per, min((p+1)*per, n)
-			wg.Go(func() { results[p], errs[p] = u.scan(ctx, q, lo, hi, k) })
-		}
-		wg.Wait()
-		for _, err := range errs {
-			if err != nil {
-				return nil, err // ctx.Err(): scans fail only on cancellation
-			}
-		}
-		cands = slices.Concat(results...)
+	cands, err := splitScan(n, workers, func(lo, hi int) ([]candidate, error) { return u.scan(ctx, q, lo, hi, k) })
+	if err != nil {
+		return nil, err
 	}
 	hits := make([]Hit, len(cands))
 	for i, c := range cands {
 		ref := u.rows[c.row]
 		hits[i] = Hit{SessionID: ref.sess.id, Ordinal: int(ref.ord), Score: float64(c.score)}
 	}
+	return bestHits(hits, k), nil
+}
+
+// bestHits sorts hits best first and keeps k.
+func bestHits(hits []Hit, k int) []Hit {
 	slices.SortFunc(hits, func(a, b Hit) int {
 		return cmp.Or(cmp.Compare(b.Score, a.Score), cmp.Compare(a.SessionID, b.SessionID), cmp.Compare(a.Ordinal, b.Ordinal))
 	})
-	return hits[:min(k, len(hits))], nil
+	return hits[:min(k, len(hits))]
+}
+
+// splitScan runs scan over rows [0, n), split across up to workers
+// goroutines when n reaches parallelMinRows, and returns what the parts
+// found together.
+func splitScan(n, workers int, scan func(lo, hi int) ([]candidate, error)) ([]candidate, error) {
+	parts := 1
+	if n >= parallelMinRows {
+		parts = min(workers, n/scanBlock)
+	}
+	if parts <= 1 {
+		return scan(0, n)
+	}
+	per := (n + parts - 1) / parts
+	results := make([][]candidate, parts)
+	errs := make([]error, parts)
+	var wg sync.WaitGroup
+	for p := range parts {
+		lo, hi := p*per, min((p+1)*per, n)
+		wg.Go(func() { results[p], errs[p] = scan(lo, hi) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err // ctx.Err(): scans fail only on cancellation
+		}
+	}
+	return slices.Concat(results...), nil
 }
 
 // scan returns the top k candidates among rows [lo, hi).
@@ -780,9 +872,11 @@ func (u *userVectors) scan(ctx context.Context, q []float32, lo, hi, k int) ([]c
 
 // EmbeddedStats describes the store's memory.
 type EmbeddedStats struct {
-	Users      int   // users whose slab is in memory
+	Users      int   // users whose slab or codes are in memory
 	Vectors    int   // vectors in memory
+	CodedUsers int   // users kept as sign codes (from CodesFrom vectors)
 	SlabBytes  int64 // capacity of the slabs (4 bytes per float32)
+	CodeBytes  int64 // capacity of the sign codes (dim/8 + 8 bytes per vector)
 	IndexBytes int64 // estimate of the row and session index
 }
 
@@ -801,6 +895,10 @@ func (s *Embedded) Stats() EmbeddedStats {
 			st.Users++
 			st.Vectors += len(u.rows)
 			st.SlabBytes += int64(cap(u.data)) * 4
+			if u.codes != nil {
+				st.CodedUsers++
+				st.CodeBytes += u.codes.bytes()
+			}
 			// rowRef (16) + the row's entry in its session list (4), plus
 			// per session the struct, its map entry and id.
 			st.IndexBytes += int64(cap(u.rows))*16 + int64(len(u.rows))*4
@@ -900,7 +998,14 @@ func (u *userVectors) check(user string, dim, storedCount int, stored func(sid s
 	if len(u.rows) != storedCount {
 		problems = append(problems, fmt.Errorf("user %q: slab has %d rows, file has %d vectors", user, len(u.rows), storedCount))
 	}
-	if len(u.data) != len(u.rows)*dim {
+	if u.codes != nil {
+		c := u.codes
+		if len(u.data) != 0 || len(c.head)+len(c.tail) != len(u.rows)*c.words || len(c.head) != len(u.rows)*c.headWords ||
+			len(c.norm) != len(u.rows) || len(c.dotCentre) != len(u.rows) {
+			problems = append(problems, fmt.Errorf("user %q: %d floats, %d+%d code words, %d norms for %d coded rows", user, len(u.data), len(c.head), len(c.tail), len(c.norm), len(u.rows)))
+			return problems
+		}
+	} else if len(u.data) != len(u.rows)*dim {
 		problems = append(problems, fmt.Errorf("user %q: slab has %d floats for %d rows of %d", user, len(u.data), len(u.rows), dim))
 		return problems
 	}
@@ -924,7 +1029,11 @@ func (u *userVectors) check(user string, dim, storedCount int, stored func(sid s
 			problems = append(problems, fmt.Errorf("user %q session %q ordinal %d: in memory, not in the file", user, ref.sess.id, ref.ord))
 			continue
 		}
-		if !slices.Equal(want, u.data[r*dim:(r+1)*dim]) {
+		if u.codes != nil {
+			if !u.codes.holds(r, want) {
+				problems = append(problems, fmt.Errorf("user %q session %q ordinal %d: code and file differ", user, ref.sess.id, ref.ord))
+			}
+		} else if !slices.Equal(want, u.data[r*dim:(r+1)*dim]) {
 			problems = append(problems, fmt.Errorf("user %q session %q ordinal %d: memory and file differ", user, ref.sess.id, ref.ord))
 		}
 	}

@@ -35,12 +35,22 @@ func openEmbedded(t testing.TB, path string, opts vectors.EmbeddedOptions) *vect
 }
 
 func TestEmbeddedConformance(t *testing.T) {
-	for _, workers := range []int{1, 4} {
-		t.Run(fmt.Sprintf("workers=%d", workers), func(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		opts vectors.EmbeddedOptions
+	}{
+		{"workers=1", vectors.EmbeddedOptions{Workers: 1, CodesFrom: -1}},
+		{"workers=4", vectors.EmbeddedOptions{Workers: 4, CodesFrom: -1}},
+		// Every user with a vector kept as sign codes: the short list
+		// covers these small sets, so answers are the exact ones, read
+		// back from the file.
+		{"codes", vectors.EmbeddedOptions{Workers: 2, CodesFrom: 1}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
 			vectorstest.Run(t, func(t *testing.T) vectorstest.Opener {
 				path := filepath.Join(t.TempDir(), vectors.EmbeddedFileName)
 				return func(t *testing.T) vectors.Store {
-					return openEmbedded(t, path, vectors.EmbeddedOptions{Workers: workers})
+					return openEmbedded(t, path, c.opts)
 				}
 			})
 		})
@@ -119,7 +129,7 @@ func bruteForce(all map[vectors.Hit][]float32, q []float32, k int) []vectors.Hit
 func TestEmbeddedParallelScanMatchesBruteForce(t *testing.T) {
 	const dim, n = 16, 20000
 	r := rand.New(rand.NewPCG(3, 4))
-	st := openEmbedded(t, filepath.Join(t.TempDir(), "v.db"), vectors.EmbeddedOptions{Workers: 3})
+	st := openEmbedded(t, filepath.Join(t.TempDir(), "v.db"), vectors.EmbeddedOptions{Workers: 3, CodesFrom: -1})
 	ctx := context.Background()
 	if err := st.SetMeta(ctx, "m", dim); err != nil {
 		t.Fatal(err)
@@ -182,7 +192,7 @@ func TestEmbeddedParallelScanMatchesBruteForce(t *testing.T) {
 
 func TestEmbeddedCancelledScan(t *testing.T) {
 	const dim, n = 32, 17000
-	st := openEmbedded(t, filepath.Join(t.TempDir(), "v.db"), vectors.EmbeddedOptions{Workers: 2})
+	st := openEmbedded(t, filepath.Join(t.TempDir(), "v.db"), vectors.EmbeddedOptions{Workers: 2, CodesFrom: -1})
 	ctx := context.Background()
 	if err := st.SetMeta(ctx, "m", dim); err != nil {
 		t.Fatal(err)
@@ -229,7 +239,7 @@ func TestEmbeddedLockedFile(t *testing.T) {
 
 func TestEmbeddedStatsMemoryPerVector(t *testing.T) {
 	const dim, n = 512, 3000
-	st := openEmbedded(t, filepath.Join(t.TempDir(), "v.db"), vectors.EmbeddedOptions{})
+	st := openEmbedded(t, filepath.Join(t.TempDir(), "v.db"), vectors.EmbeddedOptions{CodesFrom: -1})
 	ctx := context.Background()
 	if err := st.SetMeta(ctx, "m", dim); err != nil {
 		t.Fatal(err)
@@ -318,7 +328,7 @@ func TestEmbeddedRejectsCorruptValue(t *testing.T) {
 //	go test -run '^$' -bench EmbeddedNearest100k -benchtime 400x ./vectors/
 func BenchmarkEmbeddedNearest100k(b *testing.B) {
 	const n, dim, k = 100_000, 512, 10
-	st := openEmbedded(b, filepath.Join(b.TempDir(), "v.db"), vectors.EmbeddedOptions{})
+	st := openEmbedded(b, filepath.Join(b.TempDir(), "v.db"), vectors.EmbeddedOptions{CodesFrom: -1})
 	ctx := context.Background()
 	if err := st.SetMeta(ctx, "bench", dim); err != nil {
 		b.Fatal(err)

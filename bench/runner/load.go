@@ -81,6 +81,14 @@ func loadOne(ctx context.Context, base config.Config, c LoadConfig, stdout, stde
 		return err
 	}
 	defer os.RemoveAll(work)
+	if c.Vectors.Embedder == "synthetic" {
+		url, stop, err := startSynthetic(c.Seed)
+		if err != nil {
+			return fmt.Errorf("synthetic embedder: %w", err)
+		}
+		defer stop()
+		c.Vectors.SyntheticURL = url
+	}
 	dataDir := filepath.Join(work, "data")
 	stopText, err := prepareTextIndex(ctx, &base, nil, c.TextIndex, work, progressOut)
 	if err != nil {

@@ -12,16 +12,19 @@ import (
 // measures the same embedding stage, store and fusion defaults the server
 // runs; the flags only choose which ones.
 type Vectors struct {
-	Embedder string // auto (as serve chooses), none, local, openai
+	Embedder string // auto (as serve chooses), none, local, openai, synthetic (bench load only)
 	Store    string // embedded, weaviate
+	// SyntheticURL is the synthetic embedder's endpoint (startSynthetic),
+	// set by the run that started it.
+	SyntheticURL string
 }
 
 // Validate checks the choice (before any work starts).
 func (c Vectors) Validate() error {
 	switch c.Embedder {
-	case "auto", "none", "local", "openai":
+	case "auto", "none", "local", "openai", "synthetic":
 	default:
-		return fmt.Errorf("--embedder must be auto, none, local or openai, got %q", c.Embedder)
+		return fmt.Errorf("--embedder must be auto, none, local, openai or synthetic, got %q", c.Embedder)
 	}
 	switch c.Store {
 	case "embedded", "weaviate":
@@ -36,8 +39,16 @@ func (c Vectors) Validate() error {
 // RRF settings) stays as cfg has it: the environment, as for serve.
 func (c Vectors) apply(cfg *config.Config) error {
 	cfg.Semantic.Embedder = c.Embedder
-	if c.Embedder == "auto" {
+	switch c.Embedder {
+	case "auto":
 		cfg.Semantic.Embedder = "" // serve's automatic choice
+	case "synthetic":
+		// The OpenAI client, talking to the run's synthetic endpoint.
+		if c.SyntheticURL == "" {
+			return errors.New("--embedder synthetic is for bench load (its vectors mean nothing to a relevance run)")
+		}
+		cfg.Semantic.Embedder, cfg.Semantic.OpenAIKey, cfg.Semantic.OpenAIBaseURL = "openai", "synthetic", c.SyntheticURL
+		cfg.Semantic.OpenAIModel, cfg.Semantic.OpenAIDim = syntheticModel, SyntheticDim
 	}
 	switch c.Store {
 	case "weaviate":

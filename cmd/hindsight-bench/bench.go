@@ -30,19 +30,22 @@ const benchUsage = `bench relevance --dataset DIR [--modes fulltext,semantic,hyb
                        [--sweep rrf.k=10,30,60 --sweep depth=20,50,100 --sweep title.boost=1,2,4] [--sweep-mode M]
                        [--baseline result.json] [--max-docs N] [--max-queries N] [--split NAME] [--out DIR] [--json]
        bench load      [--sessions N | --grow 10000,30000,100000] [--messages M] [--concurrency C] [--users U]
+                       [--modes fulltext,semantic,hybrid] [--embedder none|local|openai|auto|synthetic]
                        [--store embedded|weaviate] [--text-index bleve|weaviate|both] [--out DIR] [--json]
        bench ingest    [--batch-messages N] [--batch-size N] [--singles N] [--concurrency C] [--seed S] [--json]
        bench redact    [--datasets DIR] [--labels FILE] [--seed S] [--per-kind N] [--ingest-messages N] [--rounds R] [--out DIR] [--json]
        bench import    [--size 1GB] [--formats claude-code,codex] [--transcripts DIR|none] [--seed S] [--out DIR] [--json]
        bench watch     [--messages 600] [--sessions-per-agent 3] [--interval 100ms-500ms] [--seed S] [--out DIR] [--json]
        bench embed     [--windows 256] [--rounds 5] [--seed S] [--out DIR] [--json]
+       bench vectors   [--vectors 1000000] [--dims 1536] [--queries 1000] [--k 10] [--seed S] [--dir DIR]
+                       [--reuse-truth] [--reference CACHE.db] [--out DIR] [--json]
 
 See bench/README.md: bring your own data, what each metric means, comparing two commits.`
 
 func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, "Usage: hindsight "+benchUsage)
-		return cli.Usage("bench needs a subcommand: relevance, load, ingest, redact, import, watch or embed")
+		return cli.Usage("bench needs a subcommand: relevance, load, ingest, redact, import, watch, embed or vectors")
 	}
 	// The semantic settings (model directory, OpenAI key, WEAVIATE_URL...)
 	// come from the environment, as for serve.
@@ -89,6 +92,12 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 		return runner.Embed(ctx, c, stdout, stderr)
+	case "vectors":
+		c, err := parseBenchVectors(args[1:], stderr)
+		if err != nil {
+			return err
+		}
+		return runner.VectorIndex(ctx, c, stdout, stderr)
 	case "watch":
 		c, err := parseBenchWatch(args[1:], stderr)
 		if err != nil {
@@ -102,7 +111,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return runner.Watch(ctx, c, stdout, stderr)
 	}
 	fmt.Fprintln(stderr, "Usage: hindsight "+benchUsage)
-	return cli.Usagef("unknown bench %q (relevance, load, ingest, redact, import, watch or embed)", args[0])
+	return cli.Usagef("unknown bench %q (relevance, load, ingest, redact, import, watch, embed or vectors)", args[0])
 }
 
 func parseBenchRelevance(args []string, cfg *config.Config, stderr io.Writer) (runner.RelevanceConfig, error) {
@@ -213,7 +222,7 @@ func parseBenchLoad(args []string, cfg *config.Config, stderr io.Writer) (runner
 	fs.Uint64Var(&c.Seed, "seed", 1, "generator seed (same seed, same sessions)")
 	grow := fs.String("grow", "", "comma-separated sizes to measure in turn, e.g. 10000,30000,100000,300000 (overrides --sessions)")
 	modes := fs.String("modes", "fulltext", "search modes to time: fulltext, semantic, hybrid (the last two need --embedder)")
-	fs.StringVar(&c.Vectors.Embedder, "embedder", "none", "embedder: none, local, openai or auto; embedding a large generated set takes long (the offline model embeds a few dozen windows a second)")
+	fs.StringVar(&c.Vectors.Embedder, "embedder", "none", "embedder: none, local, openai, auto, or synthetic (1,536-d clustered vectors picked by each text's hash, served on loopback: times semantic and hybrid at any size; their rankings mean nothing); embedding a large generated set with a real model takes long (the offline model embeds a few dozen windows a second)")
 	fs.StringVar(&c.Vectors.Store, "store", "embedded", "vector store: embedded or weaviate (needs WEAVIATE_URL)")
 	fs.BoolVar(&c.SkipRebuild, "skip-rebuild", false, "do not time a full index rebuild at each step")
 	fs.BoolVar(&c.Restore, "restore", false, "after the last step, time a hot backup, a restore and a server start until /ready")
@@ -367,6 +376,32 @@ func parseBenchEmbed(args []string, cfg config.Config, stderr io.Writer) (runner
 	}
 	if c.Windows < 1 || c.Rounds < 1 {
 		return c, cli.Usage("--windows and --rounds must be at least 1")
+	}
+	return c, nil
+}
+
+func parseBenchVectors(args []string, stderr io.Writer) (runner.VectorIndexConfig, error) {
+	c := runner.VectorIndexConfig{Command: runner.CommandLine(append([]string{"hindsight", "bench", "vectors"}, args...))}
+	fs := cli.NewFlags("bench vectors", benchUsage, stderr)
+	fs.IntVar(&c.Vectors, "vectors", 1000000, "vectors of the one user searched, generated with the clustered structure of real embeddings (internal/embedgen)")
+	fs.IntVar(&c.Dims, "dims", 1536, "dimensions of every vector")
+	fs.IntVar(&c.Queries, "queries", 1000, "queries timed, each answered by the store's index and by the exact scan (the ground truth)")
+	fs.IntVar(&c.K, "k", 10, "hits per query")
+	fs.Uint64Var(&c.Seed, "seed", 1, "seed of the generated set and queries")
+	fs.StringVar(&c.Dir, "dir", "", "directory keeping the store file (1M × 1536 makes an 8 GB file), reused by a later run of the same set (default: a temp dir, removed)")
+	fs.BoolVar(&c.ReuseTruth, "reuse-truth", false, "take the exact scan's hits from the file an earlier run of the same --dir, --queries and --k left there, and skip the exact scan (no exact timings then)")
+	fs.StringVar(&c.Reference, "reference", "", "an embedding cache file (e.g. .cache/embeddings/coding-sessions.db) whose cosine spread the generator's is compared with")
+	fs.StringVar(&c.Out, "out", "", "directory for report.md and result.json")
+	fs.BoolVar(&c.JSON, "json", false, "print only the JSON result")
+	pos, err := cli.Parse(fs, args)
+	if err != nil {
+		return c, err
+	}
+	if len(pos) > 0 {
+		return c, cli.Usagef("bench vectors takes no arguments, got %q", pos)
+	}
+	if c.Vectors < 20 || c.Dims < 1 || c.Queries < 1 || c.K < 1 {
+		return c, cli.Usage("--vectors must be at least 20, --dims, --queries and --k at least 1")
 	}
 	return c, nil
 }

@@ -153,7 +153,7 @@ func TestNearestAgreesWithEmbedded10k(t *testing.T) {
 				sid := fmt.Sprintf("s%04d", i/perSession)
 				sessions[sid] = append(sessions[sid], vectors.Vector{Ordinal: i % perSession, TextHash: "h", Values: v})
 			}
-			emb, err := vectors.OpenEmbedded(filepath.Join(t.TempDir(), vectors.EmbeddedFileName), vectors.EmbeddedOptions{})
+			emb, err := vectors.OpenEmbedded(filepath.Join(t.TempDir(), vectors.EmbeddedFileName), vectors.EmbeddedOptions{CodesFrom: -1}) // the exact scan
 			if err != nil {
 				t.Fatal(err)
 			}
