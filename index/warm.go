@@ -15,15 +15,20 @@ import (
 // the querying user's view of it and the blocks of the query's words, each
 // a walk over postings of the whole segment. Every batch and every merge
 // writes a new segment, and whoever queries next would pay for it. The
-// warmer builds them in the background as soon as a segment appears: the
-// values and every user's view, and the blocks of the words the cache
-// served most recently (up to warmTerms of them) for the users who asked
-// for them. A word nobody asked for lately still costs its first query the
-// build of its blocks.
+// warmer builds them in the background as soon as a segment of at least
+// warmMinDocs documents appears (a merge's, mostly): the values and every
+// user's view, and the blocks of the words the cache served most recently
+// (up to warmTerms of them) for the users who asked for them. A word nobody
+// asked for lately still costs its first query the build of its blocks,
+// and so does a small segment: its blocks cost little to build, while
+// warming every batch's segment would take a share of the cores from
+// indexing during a bulk import.
 const (
 	// warmTerms is how many of the most recently used (word, user) blocks
 	// a new segment gets built in advance.
 	warmTerms = 2048
+	// warmMinDocs is the size from which a new segment is warmed.
+	warmMinDocs = 4096
 	// warmPoll is how often the warmer looks for segments that merges
 	// wrote (a Put wakes it at once).
 	warmPoll = 250 * time.Millisecond
@@ -54,7 +59,7 @@ func (ix *Index) startWarmer() {
 			case <-w.kick:
 			case <-t.C:
 			}
-			if err := ix.warmNew(ctx, w.seen); err != nil && ctx.Err() == nil {
+			if err := ix.warmNew(ctx, w.seen, warmMinDocs); err != nil && ctx.Err() == nil {
 				ix.log.Warn().Err(err).Msg("index: warming new segments")
 			}
 		}
@@ -76,9 +81,9 @@ func (w *warmer) stop() {
 }
 
 // warmNew builds the cached values, views and recent blocks of the
-// segments of the current snapshot not in seen, and adds them to seen
-// (dropping those no longer live).
-func (ix *Index) warmNew(ctx context.Context, seen map[segment.Segment]bool) error {
+// segments of the current snapshot of at least minDocs documents not in
+// seen, and adds them to seen (dropping those no longer live).
+func (ix *Index) warmNew(ctx context.Context, seen map[segment.Segment]bool, minDocs uint64) error {
 	c := &ix.sessionLengths.blocks
 	return ix.snapshot(func(snap *scorch.IndexSnapshot) error {
 		segs := snap.Segments()
@@ -87,7 +92,7 @@ func (ix *Index) warmNew(ctx context.Context, seen map[segment.Segment]bool) err
 		for _, s := range segs {
 			seg := s.Segment()
 			live[seg] = true
-			if !seen[seg] {
+			if !seen[seg] && seg.Count() >= minDocs {
 				fresh = append(fresh, seg)
 			}
 		}

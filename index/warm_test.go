@@ -17,7 +17,7 @@ func TestWarmerBuildsNewSegments(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ix.Close()
-	ix.warm.stop() // the test warms by hand
+	ix.warm.stop() // the test warms by hand, every segment (the corpus is small)
 	ctx := t.Context()
 	put := func(ids ...string) {
 		t.Helper()
@@ -48,7 +48,7 @@ func TestWarmerBuildsNewSegments(t *testing.T) {
 	}
 	seen := map[segment.Segment]bool{}
 	put("s1", "s2")
-	if err := ix.warmNew(ctx, seen); err != nil {
+	if err := ix.warmNew(ctx, seen, 1); err != nil {
 		t.Fatal(err)
 	}
 	if n := search("alice", "flaky"); n != 2 {
@@ -60,7 +60,7 @@ func TestWarmerBuildsNewSegments(t *testing.T) {
 	}
 
 	put("s3", "s4")
-	if err := ix.warmNew(ctx, seen); err != nil {
+	if err := ix.warmNew(ctx, seen, 1); err != nil {
 		t.Fatal(err)
 	}
 	b := built()
@@ -82,7 +82,7 @@ func TestWarmerBuildsNewSegments(t *testing.T) {
 	// The warmer's builds do not refresh alice's recency: with bob's
 	// query since, alice's blocks are the older ones.
 	put("s5")
-	if err := ix.warmNew(ctx, seen); err != nil {
+	if err := ix.warmNew(ctx, seen, 1); err != nil {
 		t.Fatal(err)
 	}
 	after := c.recentTerms(warmTerms)
