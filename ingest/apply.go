@@ -18,7 +18,7 @@ type Service struct {
 	store    *kv.Store
 	now      func() time.Time
 	onWrite  func()
-	throttle func(ctx context.Context, sessions int) error
+	throttle func(ctx context.Context, sessions int) (done func(), err error)
 	exclude  ProjectGlobs
 	redactor *redact.Redactor // redact.go
 }
@@ -34,9 +34,12 @@ func (s *Service) OnWrite(f func()) { s.onWrite = f }
 // Throttle registers f to be called before a bulk batch (one that is not
 // a live sync, see LiveBatch) is committed, with the number of sessions
 // it writes: the indexing pipeline's Admit, which holds bulk writes while
-// the indexer is behind. An error from f fails the batch, nothing written.
-// Call it before serving.
-func (s *Service) Throttle(f func(ctx context.Context, sessions int) error) { s.throttle = f }
+// the indexer is behind. done is called once the batch is committed or
+// failed. An error from f fails the batch, nothing written. Call it
+// before serving.
+func (s *Service) Throttle(f func(ctx context.Context, sessions int) (done func(), err error)) {
+	s.throttle = f
+}
 
 func (s *Service) notify() {
 	if s.onWrite != nil {
@@ -192,9 +195,11 @@ func (s *Service) Batch(ctx context.Context, userID string, b Batch) (BatchResul
 	if b.Live() {
 		commit = s.store.CommitFirst // ahead of bulk writes, as in the indexer
 	} else if s.throttle != nil {
-		if err := s.throttle(ctx, b.sessions()); err != nil {
+		done, err := s.throttle(ctx, b.sessions())
+		if err != nil {
 			return BatchResult{}, fmt.Errorf("sync batch: %w", err)
 		}
+		defer done()
 	}
 	foundS, foundM := s.redactBatch(&b)
 	err := commit(ctx, func(tx *kv.Tx) error {

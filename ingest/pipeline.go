@@ -119,7 +119,8 @@ type Pipeline struct {
 	speed    speed           // of recent bulk search steps
 	running  bool            // Run is draining the outbox: Admit may wait for it
 	backlog  int             // search queue entries left after the last search step
-	admitted int             // sessions of bulk writes Admit let through since
+	inflight int             // sessions of bulk writes Admit let through, not yet committed
+	written  int             // sessions of those committed since the last search step read the queue
 	stepped  chan struct{}   // closed (and replaced) after each search step
 	lag      []time.Duration // recent index lags (write -> searchable), for the bench
 	lastErr  error           // of the search queue's last step
@@ -386,7 +387,7 @@ func (p *Pipeline) drain(ctx context.Context, q kv.Queue) (int, error) {
 	if q == kv.SearchQueue {
 		budget = p.bulkBudget()
 	}
-	admitted := p.admitted // writes Admit let through so far are in the queue or soon will be
+	written := p.written // committed: in the queue the step reads
 	p.mu.Unlock()
 	err := p.store.View(ctx, func(tx *kv.Tx) error {
 		dirty = tx.DirtySessions(q, p.opts.BatchSize)
@@ -417,7 +418,7 @@ func (p *Pipeline) drain(ctx context.Context, q kv.Queue) (int, error) {
 		return nil
 	})
 	if err != nil || len(dirty) == 0 {
-		p.stepDone(q, 0, err, queued, admitted)
+		p.stepDone(q, 0, err, queued, written)
 		return 0, err
 	}
 	if q == kv.SearchQueue {
@@ -426,7 +427,7 @@ func (p *Pipeline) drain(ctx context.Context, q kv.Queue) (int, error) {
 		err = p.write(ctx, docs, p.index.PutChunks, true)
 	}
 	if err != nil {
-		p.stepDone(q, 0, err, queued, admitted)
+		p.stepDone(q, 0, err, queued, written)
 		return 0, err
 	}
 	now := time.Now()
@@ -446,7 +447,7 @@ func (p *Pipeline) drain(ctx context.Context, q kv.Queue) (int, error) {
 	})
 	if err != nil {
 		err = fmt.Errorf("clear %s queue: %w", q, err)
-		p.stepDone(q, 0, err, queued, admitted)
+		p.stepDone(q, 0, err, queued, written)
 		return 0, err
 	}
 	p.mu.Lock()
@@ -470,15 +471,16 @@ func (p *Pipeline) drain(ctx context.Context, q kv.Queue) (int, error) {
 		}
 	}
 	p.mu.Unlock()
-	p.stepDone(q, len(dirty), nil, queued-len(dirty), admitted)
+	p.stepDone(q, len(dirty), nil, queued-len(dirty), written)
 	return len(dirty), nil
 }
 
 // stepDone records the outcome of a step of q that took n sessions.
 // After a search step it also takes the backlog (left is the queue's
-// length after the step; admitted, Admit's count when the step read the
-// queue: those writes are in it) and wakes the bulk writers Admit holds.
-func (p *Pipeline) stepDone(q kv.Queue, n int, err error, left, admitted int) {
+// length after the step; written, the sessions of bulk writes committed
+// before the step read the queue: they are in it) and wakes the bulk
+// writers Admit holds.
+func (p *Pipeline) stepDone(q kv.Queue, n int, err error, left, written int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if q == kv.ChunkQueue {
@@ -489,7 +491,7 @@ func (p *Pipeline) stepDone(q kv.Queue, n int, err error, left, admitted int) {
 	p.indexed += uint64(n) // Indexed counts sessions made searchable
 	if err == nil {
 		p.backlog = max(0, left)
-		p.admitted = max(0, p.admitted-admitted)
+		p.written = max(0, p.written-written)
 	}
 	close(p.stepped)
 	p.stepped = make(chan struct{})
@@ -540,7 +542,7 @@ func (s speed) budget(d time.Duration, full stepBudget) stepBudget {
 
 // Admit holds a bulk write of n sessions, before it is committed, while
 // the search queue holds more than the indexer clears in MaxBacklog at
-// the speed of its recent bulk steps (and at least two full steps' worth
+// the speed of its recent bulk steps (and at least two bulk steps' worth
 // is always let in), for at most MaxAdmitWait. An import that outruns the
 // indexer is so slowed to its pace, instead of piling up a backlog that
 // delays the search of everything it writes: the wait moves from after
@@ -548,16 +550,16 @@ func (s speed) budget(d time.Duration, full stepBudget) stepBudget {
 // draining the outbox (a rebuild, a shutdown), while the last search step
 // failed (the records take writes the index cannot), or before a bulk
 // step was measured. Live writes are not held (ingest.Service calls it
-// for bulk batches only). It returns ctx's error if ctx ends first.
-func (p *Pipeline) Admit(ctx context.Context, n int) error {
+// for bulk batches only).
+//
+// The caller calls done once the write is committed or failed (the
+// sessions it let through count as queued until then). Admit returns
+// ctx's error if ctx ends first.
+func (p *Pipeline) Admit(ctx context.Context, n int) (done func(), err error) {
 	var timeout <-chan time.Time
-	for {
-		p.mu.Lock()
-		if p.room() {
-			p.admitted += n
-			p.mu.Unlock()
-			return nil
-		}
+	expired := false
+	p.mu.Lock()
+	for !expired && !p.room() {
 		stepped := p.stepped
 		p.mu.Unlock()
 		if timeout == nil {
@@ -568,14 +570,23 @@ func (p *Pipeline) Admit(ctx context.Context, n int) error {
 		select {
 		case <-stepped:
 		case <-timeout:
-			p.mu.Lock()
-			p.admitted += n
-			p.mu.Unlock()
-			return nil
+			expired = true
 		case <-ctx.Done():
-			return ctx.Err()
+			return func() {}, ctx.Err()
 		}
+		p.mu.Lock()
 	}
+	p.inflight += n
+	p.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			p.inflight -= n
+			p.written += n
+		})
+	}, nil
 }
 
 // room reports whether Admit lets a bulk write in (p.mu held).
@@ -583,8 +594,9 @@ func (p *Pipeline) room() bool {
 	if !p.running || p.lastErr != nil || p.speed.sessions == 0 {
 		return true
 	}
-	limit := max(p.speed.sessions*p.opts.MaxBacklog.Seconds(), float64(2*p.opts.BatchSize))
-	return float64(p.backlog+p.admitted) < limit
+	step := p.bulkBudget().sessions
+	limit := max(p.speed.sessions*p.opts.MaxBacklog.Seconds(), float64(2*step))
+	return float64(p.backlog+p.written+p.inflight) < limit
 }
 
 // write indexes docs with put (PutSessions for a search step, PutChunks for

@@ -318,8 +318,13 @@ func TestAdmit(t *testing.T) {
 			opts := tc.opts
 			opts.BatchSize, opts.StepTime, opts.MaxBacklog, opts.Debounce = 2, time.Hour, time.Nanosecond, time.Millisecond
 			p := ingest.NewPipeline(f.st, g, opts)
+			admit := func() error { // a write of one session, committed at once
+				done, err := p.Admit(ctx, 1)
+				done()
+				return err
+			}
 			f.imports(10, "m", "imported heron")
-			if err := p.Admit(ctx, 1); err != nil { // not running: never held
+			if err := admit(); err != nil { // not running: never held
 				t.Fatal(err)
 			}
 			runCtx, stop := context.WithCancel(ctx)
@@ -334,7 +339,7 @@ func TestAdmit(t *testing.T) {
 			}
 			if tc.opts.MaxAdmitWait < time.Second {
 				// Held at most MaxAdmitWait: it returns with the index stuck.
-				if err := p.Admit(ctx, 1); err != nil {
+				if err := admit(); err != nil {
 					t.Fatal(err)
 				}
 				return
@@ -348,7 +353,7 @@ func TestAdmit(t *testing.T) {
 				case <-time.After(50 * time.Millisecond):
 				}
 			}
-			go func() { admitted <- p.Admit(ctx, 1) }()
+			go func() { admitted <- admit() }()
 			waitFor("after one step")
 			if tc.fail {
 				g.fail = errors.New("disk full")
@@ -425,13 +430,17 @@ func TestBulkBatchThrottled(t *testing.T) {
 	var asked []int
 	refuse := errors.New("shutting down")
 	var answer error
-	f.svc.Throttle(func(_ context.Context, n int) error { asked = append(asked, n); return answer })
+	var done int
+	f.svc.Throttle(func(_ context.Context, n int) (func(), error) {
+		asked = append(asked, n)
+		return func() { done++ }, answer
+	})
 
 	f.imports(3, "m1", "imported heron") // three sessions, one message each
 	f.message(`{"sessionExternalId":"live","externalId":"l1","role":"user","textContent":"live falcon"}`)
 	f.batch(`{"messages":[{"sessionExternalId":"live","externalId":"l2","role":"user","textContent":"small batch"}]}`)
-	if !slices.Equal(asked, []int{3}) {
-		t.Errorf("throttle asked %v, want [3] (the bulk batch only)", asked)
+	if !slices.Equal(asked, []int{3}) || done != 1 {
+		t.Errorf("throttle asked %v and told done %d times, want [3] and once (the bulk batch only)", asked, done)
 	}
 
 	answer = refuse
