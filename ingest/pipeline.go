@@ -71,7 +71,8 @@ type PipelineOptions struct {
 	// MaxBacklog bounds the index lag a bulk import builds up: a bulk
 	// write (Admit) waits while the search queue holds more than the
 	// indexer, at the speed of its recent bulk steps, clears in
-	// MaxBacklog. 0 = 3s.
+	// MaxBacklog (more than BatchSize sessions before a step was
+	// measured). 0 = 3s.
 	MaxBacklog time.Duration
 	// MaxAdmitWait bounds how long Admit holds one bulk write: past it the
 	// write goes ahead (the records take it; indexing catches up later).
@@ -543,14 +544,14 @@ func (s speed) budget(d time.Duration, full stepBudget) stepBudget {
 // Admit holds a bulk write of n sessions, before it is committed, while
 // the search queue holds more than the indexer clears in MaxBacklog at
 // the speed of its recent bulk steps (and at least two bulk steps' worth
-// is always let in), for at most MaxAdmitWait. An import that outruns the
-// indexer is so slowed to its pace, instead of piling up a backlog that
-// delays the search of everything it writes: the wait moves from after
-// the write (index lag) to before it. It holds nothing while Run is not
-// draining the outbox (a rebuild, a shutdown), while the last search step
-// failed (the records take writes the index cannot), or before a bulk
-// step was measured. Live writes are not held (ingest.Service calls it
-// for bulk batches only).
+// is always let in; BatchSize sessions before a step was measured), for
+// at most MaxAdmitWait. An import that outruns the indexer is so slowed
+// to its pace, instead of piling up a backlog that delays the search of
+// everything it writes: the wait moves from after the write (index lag)
+// to before it. It holds nothing while Run is not draining the outbox (a
+// rebuild, a shutdown) or while the last search step failed (the records
+// take writes the index cannot). Live writes are not held
+// (ingest.Service calls it for bulk batches only).
 //
 // The caller calls done once the write is committed or failed (the
 // sessions it let through count as queued until then). Admit returns
@@ -591,11 +592,13 @@ func (p *Pipeline) Admit(ctx context.Context, n int) (done func(), err error) {
 
 // room reports whether Admit lets a bulk write in (p.mu held).
 func (p *Pipeline) room() bool {
-	if !p.running || p.lastErr != nil || p.speed.sessions == 0 {
+	if !p.running || p.lastErr != nil {
 		return true
 	}
-	step := p.bulkBudget().sessions
-	limit := max(p.speed.sessions*p.opts.MaxBacklog.Seconds(), float64(2*step))
+	limit := float64(p.opts.BatchSize) // one full step, until a step was measured
+	if p.speed.sessions > 0 {
+		limit = max(p.speed.sessions*p.opts.MaxBacklog.Seconds(), float64(2*p.bulkBudget().sessions))
+	}
 	return float64(p.backlog+p.written+p.inflight) < limit
 }
 

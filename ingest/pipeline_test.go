@@ -300,8 +300,8 @@ func (g *gatedIndex) PutSessions(ctx context.Context, s []index.Session) error {
 // TestAdmit: while Run drains the outbox, a bulk write waits in Admit as
 // long as the search queue holds more than two full steps (MaxBacklog is
 // tiny, so that floor binds), and goes ahead once the indexer caught up;
-// it never waits before the speed is known, nor while the index fails,
-// nor longer than MaxAdmitWait, nor when Run is not draining.
+// it never waits while the index fails, nor longer than MaxAdmitWait, nor
+// when Run is not draining.
 func TestAdmit(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -332,8 +332,7 @@ func TestAdmit(t *testing.T) {
 			go func() { defer close(done); p.Run(runCtx) }()
 			defer func() { stop(); close(g.gate); <-done }()
 			g.gate <- struct{}{} // the first step: 8 sessions left
-			// Admit holds nothing until the first step is recorded (the
-			// indexer's speed is not known before).
+			// Wait for the first step to be recorded: the speed is known.
 			for p.Status().Indexed < 2 {
 				time.Sleep(time.Millisecond)
 			}
