@@ -99,9 +99,12 @@ type PipelineOptions struct {
 // Live writes (kv's MarkLive: the plugins' single-entry syncs and small
 // batches) are also put on each queue's live lane, and a step takes only
 // live entries while there are any, so a live write waits at most for the
-// bulk step under way, not for a bulk import's backlog. While the search
-// queue holds only bulk work the chunk queue still takes its live entries.
-// Bulk work waits while live work keeps coming.
+// bulk step under way (sized to take about StepTime), not for a bulk
+// import's backlog; but the step after a live step is bulk work's, so
+// bulk work keeps at least every other step while live work keeps coming.
+// While the search queue holds only bulk work the chunk queue still takes
+// its live entries. Bulk writes wait for room (Admit), so a bulk import
+// runs at the indexer's pace instead of building a backlog.
 //
 // An entry is removed only after the index (and, for the chunk queue,
 // every stage) accepted its session, and only if no newer write marked it
@@ -375,7 +378,8 @@ func (p *Pipeline) DrainOnce(ctx context.Context) (int, error) {
 // queue's last step did: then it is bulk work's turn, and the step takes
 // the entries waiting longest (live ones among them). So live writes wait
 // at most for one bulk step, and bulk work keeps at least every other
-// step while live writes keep coming.
+// step while live writes keep coming (on the chunk queue, while the
+// search queue is empty).
 func (p *Pipeline) drain(ctx context.Context, q kv.Queue) (int, error) {
 	start := time.Now()
 	var dirty []kv.Dirty
@@ -393,7 +397,9 @@ func (p *Pipeline) drain(ctx context.Context, q kv.Queue) (int, error) {
 	err := p.store.View(ctx, func(tx *kv.Tx) error {
 		dirty = tx.DirtySessions(q, p.opts.BatchSize)
 		if len(dirty) > 0 && dirty[0].Live {
-			if owed {
+			// The chunk queue's bulk work never goes before full-text
+			// indexing (see chunkTurn).
+			if owed && (q == kv.SearchQueue || tx.QueueLen(kv.SearchQueue) == 0) {
 				dirty = tx.OldestDirty(q, p.opts.BatchSize)
 			} else {
 				bulk = false
