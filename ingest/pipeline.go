@@ -66,7 +66,7 @@ type PipelineOptions struct {
 	// the sessions and text the recent bulk steps indexed in StepTime
 	// (within BatchSize and StepBytes, and no less than an eighth of
 	// each), so on a fast machine steps are full and on a busy one they
-	// shrink, with or without live traffic. 0 = 750ms.
+	// shrink, with or without live traffic. 0 = 500ms.
 	StepTime time.Duration
 	// MaxBacklog bounds the index lag a bulk import builds up: a bulk
 	// write (Admit) waits while the search queue holds more than the
@@ -147,7 +147,7 @@ func NewPipeline(store *kv.Store, idx TextIndex, opts PipelineOptions, stages ..
 		opts.MaxBackoff = 30 * time.Second
 	}
 	if opts.StepTime <= 0 {
-		opts.StepTime = 750 * time.Millisecond
+		opts.StepTime = 500 * time.Millisecond
 	}
 	if opts.MaxBacklog <= 0 {
 		opts.MaxBacklog = 3 * time.Second
