@@ -176,7 +176,7 @@ func TestGrowthExponent(t *testing.T) {
 
 func TestWriteLoadFiles(t *testing.T) {
 	step := func(n int, p50 float64) LoadStep {
-		return LoadStep{Sessions: n, Messages: 20 * n, IngestMsgsPS: 20000, LagP50ms: 300, LagP99ms: 900,
+		return LoadStep{Sessions: n, Messages: 20 * n, IngestMsgsPS: 20000, SearchableMsgsPS: 15000, LagP50ms: 300, LagP99ms: 900,
 			Live: &LiveProbe{N: 30, P50ms: 800, P99ms: 1500, Maxms: 1900},
 			Query: map[string]Latency{"fulltext/first": {2 * p50, 8 * p50}, "fulltext/inprocess": {p50, 4 * p50},
 				"fulltext/http": {p50 + 1, 4*p50 + 1}},
@@ -204,7 +204,7 @@ func TestWriteLoadFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"hindsight bench load --grow 10000,100000", "| 100000 | 2000000 | 20000 | 300 / 900 | 800 / 1500 / 1900 | 6.32 / 25.30 | 3.16 / 12.65 |",
+	for _, want := range []string{"hindsight bench load --grow 10000,100000", "| 100000 | 2000000 | 20000 | 15000 | 300 / 900 | 800 / 1500 / 1900 | 6.32 / 25.30 | 3.16 / 12.65 |",
 		"| fulltext first-pass p99 | 0.50 | 8.00 → 25.30 |",
 		"| fulltext query p50 | 0.50 | 1.00 → 3.16 |", "](growth_latency.svg)",
 		// records 8 KiB of 10 KiB raw, index 4 KiB of 5 KiB text

@@ -18,6 +18,7 @@ type Service struct {
 	store    *kv.Store
 	now      func() time.Time
 	onWrite  func()
+	throttle func(ctx context.Context, sessions int) (done func(), err error)
 	exclude  ProjectGlobs
 	redactor *redact.Redactor // redact.go
 }
@@ -29,6 +30,16 @@ func (s *Service) ExcludeProjects(g ProjectGlobs) { s.exclude = g }
 // OnWrite registers f to be called after every committed write that put work
 // on the outbox (the indexing pipeline's Notify). Call it before serving.
 func (s *Service) OnWrite(f func()) { s.onWrite = f }
+
+// Throttle registers f to be called before a bulk batch (one that is not
+// a live sync, see LiveBatch) is committed, with the number of sessions
+// it writes: the indexing pipeline's Admit, which holds bulk writes while
+// the indexer is behind. done is called once the batch is committed or
+// failed. An error from f fails the batch, nothing written. Call it
+// before serving.
+func (s *Service) Throttle(f func(ctx context.Context, sessions int) (done func(), err error)) {
+	s.throttle = f
+}
 
 func (s *Service) notify() {
 	if s.onWrite != nil {
@@ -162,6 +173,18 @@ func (b Batch) Live() bool {
 	return !b.KeepDates && len(b.Sessions)+len(b.Messages) <= LiveBatch
 }
 
+// sessions is how many sessions b writes to (at most).
+func (b Batch) sessions() int {
+	ids := make(map[string]struct{}, len(b.Sessions))
+	for _, in := range b.Sessions {
+		ids[in.ExternalID] = struct{}{}
+	}
+	for _, in := range b.Messages {
+		ids[in.SessionExternalID] = struct{}{}
+	}
+	return len(ids)
+}
+
 // Batch applies sessions, then messages, in one transaction. createdAt is
 // ignored on batch entries (server time is used), as the spec says, unless
 // b.KeepDates: then it is honoured on first insert, as on the single
@@ -171,6 +194,12 @@ func (s *Service) Batch(ctx context.Context, userID string, b Batch) (BatchResul
 	commit := s.store.Commit
 	if b.Live() {
 		commit = s.store.CommitFirst // ahead of bulk writes, as in the indexer
+	} else if s.throttle != nil {
+		done, err := s.throttle(ctx, b.sessions())
+		if err != nil {
+			return BatchResult{}, fmt.Errorf("sync batch: %w", err)
+		}
+		defer done()
 	}
 	foundS, foundM := s.redactBatch(&b)
 	err := commit(ctx, func(tx *kv.Tx) error {

@@ -61,11 +61,23 @@ type PipelineOptions struct {
 	// many seconds; at least one session is always taken. 0 = 2 MiB, about
 	// 350 typical sessions: BatchSize binds first for those.
 	StepBytes int
-	// LiveWindow is how long after a live step bulk steps stay small (a
-	// quarter of BatchSize and StepBytes), so that the next live write,
-	// which waits for the bulk step under way, waits for a short one; a
-	// bulk import with no live traffic takes full steps. 0 = 1 minute.
-	LiveWindow time.Duration
+	// StepTime is about how long one bulk step may hold the indexer: a
+	// live write that arrives meanwhile waits for it. A bulk step takes
+	// the sessions and text the recent bulk steps indexed in StepTime
+	// (within BatchSize and StepBytes, and no less than an eighth of
+	// each), so on a fast machine steps are full and on a busy one they
+	// shrink, with or without live traffic. 0 = 500ms.
+	StepTime time.Duration
+	// MaxBacklog bounds the index lag a bulk import builds up: a bulk
+	// write (Admit) waits while the search queue holds more than the
+	// indexer, at the speed of its recent bulk steps, clears in
+	// MaxBacklog (more than BatchSize sessions before a step was
+	// measured). 0 = 3s.
+	MaxBacklog time.Duration
+	// MaxAdmitWait bounds how long Admit holds one bulk write: past it the
+	// write goes ahead (the records take it; indexing catches up later).
+	// 0 = 10s.
+	MaxAdmitWait time.Duration
 	// Backoff bounds the retry delay after a failed step. 0 = 30s.
 	MaxBackoff time.Duration
 	Logger     zerolog.Logger
@@ -87,9 +99,12 @@ type PipelineOptions struct {
 // Live writes (kv's MarkLive: the plugins' single-entry syncs and small
 // batches) are also put on each queue's live lane, and a step takes only
 // live entries while there are any, so a live write waits at most for the
-// bulk step under way, not for a bulk import's backlog. While the search
-// queue holds only bulk work the chunk queue still takes its live entries.
-// Bulk work waits while live work keeps coming.
+// bulk step under way (sized to take about StepTime), not for a bulk
+// import's backlog; but the step after a live step is bulk work's, so
+// bulk work keeps at least every other step while live work keeps coming.
+// While the search queue holds only bulk work the chunk queue still takes
+// its live entries. Bulk writes wait for room (Admit), so a bulk import
+// runs at the indexer's pace instead of building a backlog.
 //
 // An entry is removed only after the index (and, for the chunk queue,
 // every stage) accepted its session, and only if no newer write marked it
@@ -104,7 +119,13 @@ type Pipeline struct {
 	wake   chan struct{}
 
 	mu       sync.Mutex
-	lastLive time.Time       // when a step last took live work
+	wasLive  [2]bool         // by queue: its last step took live work, so the next takes the oldest
+	speed    speed           // of recent bulk search steps
+	running  bool            // Run is draining the outbox: Admit may wait for it
+	backlog  int             // search queue entries left after the last search step
+	inflight int             // sessions of bulk writes Admit let through, not yet committed
+	written  int             // sessions of those committed since the last search step read the queue
+	stepped  chan struct{}   // closed (and replaced) after each search step
 	lag      []time.Duration // recent index lags (write -> searchable), for the bench
 	lastErr  error           // of the search queue's last step
 	chunkErr error           // of the chunk queue's last step
@@ -125,10 +146,17 @@ func NewPipeline(store *kv.Store, idx TextIndex, opts PipelineOptions, stages ..
 	if opts.MaxBackoff <= 0 {
 		opts.MaxBackoff = 30 * time.Second
 	}
-	if opts.LiveWindow <= 0 {
-		opts.LiveWindow = time.Minute
+	if opts.StepTime <= 0 {
+		opts.StepTime = 500 * time.Millisecond
 	}
-	return &Pipeline{store: store, index: idx, stages: stages, opts: opts, log: opts.Logger, wake: make(chan struct{}, 1)}
+	if opts.MaxBacklog <= 0 {
+		opts.MaxBacklog = 3 * time.Second
+	}
+	if opts.MaxAdmitWait <= 0 {
+		opts.MaxAdmitWait = 10 * time.Second
+	}
+	return &Pipeline{store: store, index: idx, stages: stages, opts: opts, log: opts.Logger, wake: make(chan struct{}, 1),
+		stepped: make(chan struct{})}
 }
 
 // Notify tells the pipeline new work is on the outbox. It never blocks.
@@ -151,6 +179,8 @@ func (p *Pipeline) Notify() {
 // queued. Each queue logs when it starts failing and when it recovers, not
 // at every retry.
 func (p *Pipeline) Run(ctx context.Context) {
+	p.setRunning(true)
+	defer p.setRunning(false)
 	chunkWake := make(chan struct{}, 1)
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -211,6 +241,16 @@ func (p *Pipeline) Run(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// setRunning says whether Run drains the outbox (Admit holds bulk writes
+// only then), and wakes those Admit holds.
+func (p *Pipeline) setRunning(on bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.running = on
+	close(p.stepped)
+	p.stepped = make(chan struct{})
 }
 
 // runChunks drains the chunk queue whenever Run signals that the search
@@ -333,18 +373,44 @@ func (p *Pipeline) DrainOnce(ctx context.Context) (int, error) {
 
 // drain does one step of queue q: a search step writes session documents,
 // a chunk step writes chunk documents (PutChunks) and runs the stages.
+//
+// A step takes the queue's live lane when it has entries, unless the
+// queue's last step did: then it is bulk work's turn, and the step takes
+// the entries waiting longest (live ones among them). So live writes wait
+// at most for one bulk step, and bulk work keeps at least every other
+// step while live writes keep coming (on the chunk queue, while the
+// search queue is empty).
 func (p *Pipeline) drain(ctx context.Context, q kv.Queue) (int, error) {
+	start := time.Now()
 	var dirty []kv.Dirty
 	var docs []Doc
+	var queued, size int
+	bulk := true
+	p.mu.Lock()
+	owed := p.wasLive[q]
 	budget := stepBudget{p.opts.BatchSize, p.opts.StepBytes}
+	if q == kv.SearchQueue {
+		budget = p.bulkBudget()
+	}
+	written := p.written // committed: in the queue the step reads
+	p.mu.Unlock()
 	err := p.store.View(ctx, func(tx *kv.Tx) error {
 		dirty = tx.DirtySessions(q, p.opts.BatchSize)
-		if len(dirty) > 0 && !dirty[0].Live {
-			budget = p.bulkBudget()
-			dirty = dirty[:min(len(dirty), budget.sessions)]
+		if len(dirty) > 0 && dirty[0].Live {
+			// The chunk queue's bulk work never goes before full-text
+			// indexing (see chunkTurn).
+			if owed && (q == kv.SearchQueue || tx.QueueLen(kv.SearchQueue) == 0) {
+				dirty = tx.OldestDirty(q, p.opts.BatchSize)
+			} else {
+				bulk = false
+				budget = stepBudget{p.opts.BatchSize, p.opts.StepBytes}
+			}
 		}
-		docs = docs[:0]
-		size := 0
+		dirty = dirty[:min(len(dirty), budget.sessions)]
+		if q == kv.SearchQueue {
+			queued = tx.QueueLen(q)
+		}
+		docs, size = docs[:0], 0
 		for i, d := range dirty {
 			doc, err := LoadDoc(tx, d.UserID, d.SessionID)
 			if err != nil {
@@ -359,13 +425,8 @@ func (p *Pipeline) drain(ctx context.Context, q kv.Queue) (int, error) {
 		return nil
 	})
 	if err != nil || len(dirty) == 0 {
-		p.record(q, 0, err)
+		p.stepDone(q, 0, err, queued, written)
 		return 0, err
-	}
-	if dirty[0].Live {
-		p.mu.Lock()
-		p.lastLive = time.Now()
-		p.mu.Unlock()
 	}
 	if q == kv.SearchQueue {
 		err = p.write(ctx, docs, p.index.PutSessions, false)
@@ -373,7 +434,7 @@ func (p *Pipeline) drain(ctx context.Context, q kv.Queue) (int, error) {
 		err = p.write(ctx, docs, p.index.PutChunks, true)
 	}
 	if err != nil {
-		p.record(q, 0, err)
+		p.stepDone(q, 0, err, queued, written)
 		return 0, err
 	}
 	now := time.Now()
@@ -392,11 +453,16 @@ func (p *Pipeline) drain(ctx context.Context, q kv.Queue) (int, error) {
 		return nil
 	})
 	if err != nil {
-		p.record(q, 0, err)
-		return 0, fmt.Errorf("clear %s queue: %w", q, err)
+		err = fmt.Errorf("clear %s queue: %w", q, err)
+		p.stepDone(q, 0, err, queued, written)
+		return 0, err
 	}
+	p.mu.Lock()
+	p.wasLive[q] = !bulk
 	if q == kv.SearchQueue {
-		p.mu.Lock()
+		if bulk {
+			p.speed.observe(len(dirty), size, time.Since(start))
+		}
 		for i, d := range dirty {
 			// The lag of the oldest write this step made searchable. Entries
 			// from older data files carry no time.
@@ -410,30 +476,136 @@ func (p *Pipeline) drain(ctx context.Context, q kv.Queue) (int, error) {
 		if len(p.lag) > 100_000 {
 			p.lag = p.lag[len(p.lag)-50_000:]
 		}
-		p.mu.Unlock()
-		p.record(q, len(dirty), nil) // Indexed counts sessions made searchable
-	} else {
-		p.record(q, 0, nil)
 	}
+	p.mu.Unlock()
+	p.stepDone(q, len(dirty), nil, queued-len(dirty), written)
 	return len(dirty), nil
+}
+
+// stepDone records the outcome of a step of q that took n sessions.
+// After a search step it also takes the backlog (left is the queue's
+// length after the step; written, the sessions of bulk writes committed
+// before the step read the queue: they are in it) and wakes the bulk
+// writers Admit holds.
+func (p *Pipeline) stepDone(q kv.Queue, n int, err error, left, written int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if q == kv.ChunkQueue {
+		p.chunkErr = err
+		return
+	}
+	p.lastErr = err
+	p.indexed += uint64(n) // Indexed counts sessions made searchable
+	if err == nil {
+		p.backlog = max(0, left)
+		p.written = max(0, p.written-written)
+	}
+	close(p.stepped)
+	p.stepped = make(chan struct{})
 }
 
 // stepBudget bounds a step: sessions and bytes of text.
 type stepBudget struct{ sessions, bytes int }
 
-// bulkBudget bounds a bulk step: BatchSize sessions and StepBytes of text,
-// a quarter of each within LiveWindow of a live step. A live write that
-// arrives during a bulk step waits for it, and a full bulk step of long
-// sessions took up to 2 s on 2 busy cores in bench load (a live step:
-// tens of ms).
+// bulkBudget bounds a bulk search step (p.mu held): what the recent bulk
+// steps indexed in StepTime, within BatchSize and StepBytes and no less
+// than an eighth of each; both whole until a step was measured. A live
+// write that arrives during a bulk step waits for it, and a step of 256
+// long sessions took up to 2 s on 2 busy cores in bench load (a live
+// step: tens of ms).
 func (p *Pipeline) bulkBudget() stepBudget {
-	b := stepBudget{p.opts.BatchSize, p.opts.StepBytes}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.lastLive.IsZero() && time.Since(p.lastLive) < p.opts.LiveWindow {
-		b = stepBudget{max(1, b.sessions/4), max(1, b.bytes/4)}
+	return p.speed.budget(p.opts.StepTime, stepBudget{p.opts.BatchSize, p.opts.StepBytes})
+}
+
+// speed is how fast recent bulk search steps indexed: sessions and bytes
+// of text a second, a moving average over steps (0: none measured yet).
+type speed struct{ sessions, bytes float64 }
+
+func (s *speed) observe(sessions, bytes int, took time.Duration) {
+	if sessions == 0 || took <= 0 {
+		return
 	}
-	return b
+	ns, nb := float64(sessions)/took.Seconds(), float64(bytes)/took.Seconds()
+	if s.sessions == 0 {
+		s.sessions, s.bytes = ns, nb
+		return
+	}
+	const weight = 0.3 // of the latest step
+	s.sessions += weight * (ns - s.sessions)
+	s.bytes += weight * (nb - s.bytes)
+}
+
+// budget is what s indexes in d, within full and no less than an eighth
+// of it; full when s is unknown.
+func (s speed) budget(d time.Duration, full stepBudget) stepBudget {
+	if s.sessions == 0 {
+		return full
+	}
+	within := func(v float64, hi int) int {
+		return int(min(max(v, float64(max(1, hi/8))), float64(hi)))
+	}
+	return stepBudget{within(s.sessions*d.Seconds(), full.sessions), within(s.bytes*d.Seconds(), full.bytes)}
+}
+
+// Admit holds a bulk write of n sessions, before it is committed, while
+// the search queue holds more than the indexer clears in MaxBacklog at
+// the speed of its recent bulk steps (and at least two bulk steps' worth
+// is always let in; BatchSize sessions before a step was measured), for
+// at most MaxAdmitWait. An import that outruns the indexer is so slowed
+// to its pace, instead of piling up a backlog that delays the search of
+// everything it writes: the wait moves from after the write (index lag)
+// to before it. It holds nothing while Run is not draining the outbox (a
+// rebuild, a shutdown) or while the last search step failed (the records
+// take writes the index cannot). Live writes are not held
+// (ingest.Service calls it for bulk batches only).
+//
+// The caller calls done once the write is committed or failed (the
+// sessions it let through count as queued until then). Admit returns
+// ctx's error if ctx ends first.
+func (p *Pipeline) Admit(ctx context.Context, n int) (done func(), err error) {
+	var timeout <-chan time.Time
+	expired := false
+	p.mu.Lock()
+	for !expired && !p.room() {
+		stepped := p.stepped
+		p.mu.Unlock()
+		if timeout == nil {
+			t := time.NewTimer(p.opts.MaxAdmitWait)
+			defer t.Stop()
+			timeout = t.C
+		}
+		select {
+		case <-stepped:
+		case <-timeout:
+			expired = true
+		case <-ctx.Done():
+			return func() {}, ctx.Err()
+		}
+		p.mu.Lock()
+	}
+	p.inflight += n
+	p.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			p.inflight -= n
+			p.written += n
+		})
+	}, nil
+}
+
+// room reports whether Admit lets a bulk write in (p.mu held).
+func (p *Pipeline) room() bool {
+	if !p.running || p.lastErr != nil {
+		return true
+	}
+	limit := float64(p.opts.BatchSize) // one full step, until a step was measured
+	if p.speed.sessions > 0 {
+		limit = max(p.speed.sessions*p.opts.MaxBacklog.Seconds(), float64(2*p.bulkBudget().sessions))
+	}
+	return float64(p.backlog+p.written+p.inflight) < limit
 }
 
 // write indexes docs with put (PutSessions for a search step, PutChunks for
@@ -535,17 +707,6 @@ func IndexSession(d Doc) index.Session {
 		is.Chunks = append(is.Chunks, index.Chunk{Ordinal: c.Ordinal, Text: c.Text, Breaks: c.Breaks})
 	}
 	return is
-}
-
-func (p *Pipeline) record(q kv.Queue, n int, err error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.indexed += uint64(n)
-	if q == kv.ChunkQueue {
-		p.chunkErr = err
-	} else {
-		p.lastErr = err
-	}
 }
 
 // Status reports progress, for /ready, metrics and the bench.

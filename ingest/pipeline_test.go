@@ -2,11 +2,13 @@ package ingest_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hindsight-dev/hindsight/index"
 	"github.com/hindsight-dev/hindsight/ingest"
@@ -175,41 +177,27 @@ func TestPipelineStepBytes(t *testing.T) {
 }
 
 // TestPipelineLiveFirst: a live write is indexed before a backlog of bulk
-// writes queued earlier, in a step of its own, on both queues; after it
-// bulk steps are a quarter of BatchSize; then the backlog is indexed and
-// nothing is lost.
+// writes queued earlier, in a step of its own, on both queues; the step
+// after a live step is bulk work's turn (the oldest entries, live ones
+// among them); then the backlog is indexed and nothing is lost.
 func TestPipelineLiveFirst(t *testing.T) {
 	f := newFixture(t)
 	ix := openIndex(t)
 	stage := &recordingStage{}
-	p := ingest.NewPipeline(f.st, ix, ingest.PipelineOptions{BatchSize: 8}, stage)
+	// StepTime an hour: bulk steps are never cut by the measured speed.
+	p := ingest.NewPipeline(f.st, ix, ingest.PipelineOptions{BatchSize: 8, StepTime: time.Hour}, stage)
 	step := func(want int) { t.Helper(); drainStep(t, p, want) }
 	found := func(kind index.Kind, text string) []string { t.Helper(); return foundIDs(t, ix, f.user, kind, text) }
 	id := func(ext string) string { s, _ := f.stored(ext); return s.ID }
-	// A bulk import of five sessions (a keepDates batch).
-	imports := func(msg, text string) {
-		t.Helper()
-		var bulk []string
-		for i := range 5 {
-			bulk = append(bulk, fmt.Sprintf(`{"sessionExternalId":"b%d","externalId":%q,"role":"user","textContent":%q}`, i, msg, text))
-		}
-		b, err := ingest.DecodeBatchKeepingDates([]byte(`{"messages":[`+strings.Join(bulk, ",")+`]}`), ingest.Limits{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := f.svc.Batch(ctx, f.user, b); err != nil {
-			t.Fatal(err)
-		}
-	}
 
 	// With no live traffic a bulk step is full size.
-	imports("m1", "imported heron")
+	f.imports(5, "m1", "imported heron")
 	step(5)
 	step(5)
 	stage.calls = nil
 
 	// A second import, then a plugin syncs one message.
-	imports("m2", "imported egret")
+	f.imports(5, "m2", "imported egret")
 	f.message(`{"sessionExternalId":"live","externalId":"l1","role":"user","textContent":"live falcon"}`)
 	step(1)
 	if got := found(index.Sessions, "falcon"); !slices.Equal(got, []string{id("live")}) {
@@ -218,21 +206,20 @@ func TestPipelineLiveFirst(t *testing.T) {
 	if got := found(index.Sessions, "egret"); len(got) != 0 {
 		t.Errorf("after one step: egret = %v, want no bulk session yet (the live step takes live work only)", got)
 	}
-	// A live write to a session of the backlog takes it out of turn.
+	// A live write to a session of the backlog: the next step is bulk
+	// work's turn all the same, and takes it with the others.
 	f.message(`{"sessionExternalId":"b3","externalId":"l2","role":"user","textContent":"live osprey"}`)
-	step(1)
-	if got := found(index.Sessions, "egret"); !slices.Equal(got, []string{id("b3")}) {
-		t.Errorf("after the second step: egret = %v, want only b3", got)
+	step(5)
+	if got := found(index.Sessions, "egret"); len(got) != 5 {
+		t.Errorf("after the bulk step: egret = %v, want the five imported sessions", got)
 	}
-	step(2) // the backlog, oldest first, a quarter of BatchSize at a time
-	step(2)
-	// The chunk queue serves its live entries first, alone.
+	// The chunk queue serves its live entries first, alone, then its
+	// oldest entries.
 	step(2)
 	if want := sortedIDs(id("live"), id("b3")); len(stage.calls) != 1 || !slices.Equal(stage.calls[0], want) {
 		t.Errorf("first chunk step: stage calls %v, want [%v]", stage.calls, want)
 	}
-	step(2)
-	step(2)
+	step(4)
 	step(0)
 	all := sortedIDs(id("live"), id("b0"), id("b1"), id("b2"), id("b3"), id("b4"))
 	for _, kind := range []index.Kind{index.Sessions, index.Chunks} {
@@ -244,6 +231,145 @@ func TestPipelineLiveFirst(t *testing.T) {
 	_ = f.st.View(ctx, func(tx *kv.Tx) error { n = tx.OutboxLen(); return nil })
 	if n != 0 {
 		t.Errorf("outbox holds %d entries after draining, want 0", n)
+	}
+}
+
+// imports syncs one message to each of n sessions b0..b(n-1) in one bulk
+// batch (keepDates, as an import sends).
+func (f *fixture) imports(n int, msg, text string) {
+	f.t.Helper()
+	var bulk []string
+	for i := range n {
+		bulk = append(bulk, fmt.Sprintf(`{"sessionExternalId":"b%d","externalId":%q,"role":"user","textContent":%q}`, i, msg, text))
+	}
+	b, err := ingest.DecodeBatchKeepingDates([]byte(`{"messages":[`+strings.Join(bulk, ",")+`]}`), ingest.Limits{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if _, err := f.svc.Batch(ctx, f.user, b); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// TestPipelineBulkShare: while a live write arrives before every step,
+// steps alternate between the live lane and the oldest bulk work, so a
+// bulk backlog is indexed at BatchSize every other step, not starved.
+func TestPipelineBulkShare(t *testing.T) {
+	f := newFixture(t)
+	ix := openIndex(t)
+	p := ingest.NewPipeline(f.st, ix, ingest.PipelineOptions{BatchSize: 2, StepTime: time.Hour})
+	f.imports(6, "m", "imported heron")
+	var steps []int
+	for i := 0; len(foundIDs(t, ix, f.user, index.Sessions, "heron")) < 6; i++ {
+		if i == 20 {
+			t.Fatalf("the backlog is not indexed after %d steps with live writes (%v)", i, steps)
+		}
+		f.message(fmt.Sprintf(`{"sessionExternalId":"live","externalId":"l%d","role":"user","textContent":"live falcon"}`, i))
+		n, err := p.DrainOnce(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		steps = append(steps, n)
+	}
+	// live, bulk (two oldest), live, bulk, live, bulk.
+	if want := []int{1, 2, 1, 2, 1, 2}; !slices.Equal(steps, want) {
+		t.Errorf("steps took %v sessions, want %v", steps, want)
+	}
+}
+
+// gatedIndex is a TextIndex whose PutSessions waits for a token on gate
+// (or fails with fail, when set).
+type gatedIndex struct {
+	ingest.TextIndex
+	gate chan struct{}
+	fail error
+}
+
+func (g *gatedIndex) PutSessions(ctx context.Context, s []index.Session) error {
+	select {
+	case <-g.gate:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if g.fail != nil {
+		return g.fail
+	}
+	return g.TextIndex.PutSessions(ctx, s)
+}
+
+// TestAdmit: while Run drains the outbox, a bulk write waits in Admit as
+// long as the search queue holds more than two full steps (MaxBacklog is
+// tiny, so that floor binds), and goes ahead once the indexer caught up;
+// it never waits while the index fails, nor longer than MaxAdmitWait, nor
+// when Run is not draining.
+func TestAdmit(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts ingest.PipelineOptions
+		fail bool // the index fails after the first step
+	}{
+		{"caught up", ingest.PipelineOptions{MaxAdmitWait: time.Hour}, false},
+		{"index fails", ingest.PipelineOptions{MaxAdmitWait: time.Hour}, true},
+		{"waited long enough", ingest.PipelineOptions{MaxAdmitWait: time.Millisecond}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			g := &gatedIndex{TextIndex: openIndex(t), gate: make(chan struct{})}
+			opts := tc.opts
+			opts.BatchSize, opts.StepTime, opts.MaxBacklog, opts.Debounce = 2, time.Hour, time.Nanosecond, time.Millisecond
+			p := ingest.NewPipeline(f.st, g, opts)
+			admit := func() error { // a write of one session, committed at once
+				done, err := p.Admit(ctx, 1)
+				done()
+				return err
+			}
+			f.imports(10, "m", "imported heron")
+			if err := admit(); err != nil { // not running: never held
+				t.Fatal(err)
+			}
+			runCtx, stop := context.WithCancel(ctx)
+			done := make(chan struct{})
+			go func() { defer close(done); p.Run(runCtx) }()
+			defer func() { stop(); close(g.gate); <-done }()
+			g.gate <- struct{}{} // the first step: 8 sessions left
+			// Wait for the first step to be recorded: the speed is known.
+			for p.Status().Indexed < 2 {
+				time.Sleep(time.Millisecond)
+			}
+			if tc.opts.MaxAdmitWait < time.Second {
+				// Held at most MaxAdmitWait: it returns with the index stuck.
+				if err := admit(); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			admitted := make(chan error, 1)
+			waitFor := func(what string) {
+				t.Helper()
+				select {
+				case err := <-admitted:
+					t.Fatalf("%s: Admit returned %v while the backlog is over the bound", what, err)
+				case <-time.After(50 * time.Millisecond):
+				}
+			}
+			go func() { admitted <- admit() }()
+			waitFor("after one step")
+			if tc.fail {
+				g.fail = errors.New("disk full")
+				g.gate <- struct{}{}
+				if err := <-admitted; err != nil {
+					t.Fatalf("Admit = %v with the index failing, want nil", err)
+				}
+				return
+			}
+			g.gate <- struct{}{} // 6 left
+			g.gate <- struct{}{} // 4 left
+			waitFor("at two full steps")
+			g.gate <- struct{}{} // 2 left: under the bound
+			if err := <-admitted; err != nil {
+				t.Fatalf("Admit = %v after the indexer caught up", err)
+			}
+		})
 	}
 }
 
@@ -293,4 +419,41 @@ func TestLiveWrites(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestBulkBatchThrottled: a bulk batch asks the throttle (the pipeline's
+// Admit) first, with the number of sessions it writes, and is not written
+// when it refuses; a live sync never asks.
+func TestBulkBatchThrottled(t *testing.T) {
+	f := newFixture(t)
+	var asked []int
+	refuse := errors.New("shutting down")
+	var answer error
+	var done int
+	f.svc.Throttle(func(_ context.Context, n int) (func(), error) {
+		asked = append(asked, n)
+		return func() { done++ }, answer
+	})
+
+	f.imports(3, "m1", "imported heron") // three sessions, one message each
+	f.message(`{"sessionExternalId":"live","externalId":"l1","role":"user","textContent":"live falcon"}`)
+	f.batch(`{"messages":[{"sessionExternalId":"live","externalId":"l2","role":"user","textContent":"small batch"}]}`)
+	if !slices.Equal(asked, []int{3}) || done != 1 {
+		t.Errorf("throttle asked %v and told done %d times, want [3] and once (the bulk batch only)", asked, done)
+	}
+
+	answer = refuse
+	b, err := ingest.DecodeBatchKeepingDates([]byte(`{"messages":[{"sessionExternalId":"refused","externalId":"m","role":"user","textContent":"x"}]}`), ingest.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.Batch(ctx, f.user, b); !errors.Is(err, refuse) {
+		t.Errorf("Batch = %v, want the throttle's error", err)
+	}
+	_ = f.st.View(ctx, func(tx *kv.Tx) error {
+		if _, ok := tx.SessionIDByExternal(f.user, "refused"); ok {
+			t.Errorf("a batch the throttle refused was written")
+		}
+		return nil
+	})
 }

@@ -966,3 +966,37 @@ func TestCommitFirst(t *testing.T) {
 		}
 	}
 }
+
+// TestOldestDirty: bulk work's turn takes the entries waiting longest,
+// live ones among them (flagged Live), and QueueLen counts the queue.
+func TestOldestDirty(t *testing.T) {
+	st := kvtest.Open(t)
+	u := createUsers(t, st, 1)[0]
+	ids := make([]string, 4)
+	for i := range ids {
+		ids[i] = kv.NewID()
+	}
+	// A live write first, then three bulk writes, one transaction each.
+	mustCommit(t, st, func(tx *kv.Tx) error { return tx.MarkLive(u.ID, ids[0]) })
+	for _, id := range ids[1:] {
+		mustCommit(t, st, func(tx *kv.Tx) error { return tx.MarkDirty(u.ID, id) })
+	}
+	var oldest, all []kv.Dirty
+	var n int
+	_ = st.View(ctx, func(tx *kv.Tx) error {
+		oldest, all, n = tx.OldestDirty(kv.SearchQueue, 2), tx.OldestDirty(kv.SearchQueue, 0), tx.QueueLen(kv.SearchQueue)
+		return nil
+	})
+	got := func(ds []kv.Dirty) (ids []string, live []bool) {
+		for _, d := range ds {
+			ids, live = append(ids, d.SessionID), append(live, d.Live)
+		}
+		return ids, live
+	}
+	if g, live := got(oldest); !slices.Equal(g, ids[:2]) || !slices.Equal(live, []bool{true, false}) {
+		t.Errorf("OldestDirty(2) = %v (live %v), want %v (live true, false)", g, live, ids[:2])
+	}
+	if g, _ := got(all); !slices.Equal(g, ids) || n != 4 {
+		t.Errorf("OldestDirty(0) = %v, QueueLen %d; want %v and 4", g, n, ids)
+	}
+}

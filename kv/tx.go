@@ -515,6 +515,26 @@ func (tx *Tx) DirtySessions(q Queue, limit int) []Dirty {
 	return tx.dirty(q, rankWaiting(entries.Cursor(), nil, limit), false)
 }
 
+// OldestDirty returns up to limit entries of queue q (0 = all), those
+// waiting longest first, whether or not they are on the live lane (Live
+// says which are): the indexer's turn for bulk work while live work keeps
+// coming. It reads the whole queue, as DirtySessions does without live
+// entries.
+func (tx *Tx) OldestDirty(q Queue, limit int) []Dirty {
+	out := tx.dirty(q, rankWaiting(tx.bucket(q.bucket()).Cursor(), nil, limit), false)
+	if lane := tx.bucket(q.liveBucket()); lane != nil {
+		for i := range out {
+			out[i].Live = lane.Get(cat([]byte(out[i].UserID), []byte(out[i].SessionID))) != nil
+		}
+	}
+	return out
+}
+
+// QueueLen is the number of entries in queue q, live or not.
+func (tx *Tx) QueueLen(q Queue) int {
+	return tx.bucket(q.bucket()).Stats().KeyN
+}
+
 // rankWaiting returns, oldest first, up to limit (0 = all) of the entries
 // whose keys c visits; their values are read from entries when it is not
 // nil (c walks a live lane), else from c.

@@ -141,6 +141,7 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger) (*Server, e
 	}
 	s.Pipeline = ingest.NewPipeline(st, idx, ingest.PipelineOptions{Logger: log, OnLag: s.Metrics.ObserveLag}, stages...)
 	s.Ingest.OnWrite(s.Pipeline.Notify)
+	s.Ingest.Throttle(s.Pipeline.Admit) // bulk writes wait while the indexer is behind
 	ropts := sem.Options
 	ropts.Logger = log
 	ropts.OnDegraded, ropts.OnUnavailable = s.Metrics.ObserveDegraded, s.Metrics.ObserveUnavailable
