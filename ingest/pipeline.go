@@ -399,7 +399,7 @@ func (p *Pipeline) drain(ctx context.Context, q kv.Queue) (int, error) {
 		if len(dirty) > 0 && dirty[0].Live {
 			// The chunk queue's bulk work never goes before full-text
 			// indexing (see chunkTurn).
-			if owed && (q == kv.SearchQueue || tx.QueueLen(kv.SearchQueue) == 0) {
+			if owed && (q == kv.SearchQueue || !tx.Queued(kv.SearchQueue)) {
 				dirty = tx.OldestDirty(q, p.opts.BatchSize)
 			} else {
 				bulk = false

@@ -530,9 +530,16 @@ func (tx *Tx) OldestDirty(q Queue, limit int) []Dirty {
 	return out
 }
 
-// QueueLen is the number of entries in queue q, live or not.
+// QueueLen is the number of entries in queue q, live or not. It walks
+// the queue's pages; Queued says whether there is one.
 func (tx *Tx) QueueLen(q Queue) int {
 	return tx.bucket(q.bucket()).Stats().KeyN
+}
+
+// Queued reports whether queue q holds an entry, live or not.
+func (tx *Tx) Queued(q Queue) bool {
+	k, _ := tx.bucket(q.bucket()).Cursor().First()
+	return k != nil
 }
 
 // rankWaiting returns, oldest first, up to limit (0 = all) of the entries
@@ -617,12 +624,7 @@ func (h *waitingHeap) Pop() any {
 
 // HasDirty reports whether either queue has an entry.
 func (tx *Tx) HasDirty() bool {
-	for _, q := range []Queue{SearchQueue, ChunkQueue} {
-		if k, _ := tx.bucket(q.bucket()).Cursor().First(); k != nil {
-			return true
-		}
-	}
-	return false
+	return tx.Queued(SearchQueue) || tx.Queued(ChunkQueue)
 }
 
 // HasLive reports whether queue q's live lane has an entry.
@@ -644,7 +646,7 @@ func (tx *Tx) HasLive(q Queue) bool {
 // OutboxLen is the number of entries in both queues (a session waiting in
 // both counts twice).
 func (tx *Tx) OutboxLen() int {
-	return tx.bucket(bucketOutbox).Stats().KeyN + tx.bucket(bucketOutboxChunks).Stats().KeyN
+	return tx.QueueLen(SearchQueue) + tx.QueueLen(ChunkQueue)
 }
 
 // ClearDirty removes the entry from its queue only if it still has version
