@@ -1,6 +1,7 @@
 package vectors
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -65,8 +66,54 @@ type cached struct {
 	c *Cache
 }
 
-// bucket names the model's vectors: a model and dimension each.
-func (e *cached) bucket() []byte { return []byte(e.Model() + "\x00" + strconv.Itoa(e.Dim())) }
+// bucket names the model's vectors (cacheBucket).
+func (e *cached) bucket() []byte { return cacheBucket(e.Model(), e.Dim()) }
+
+// cacheBucket names a model's vectors in the file: a bucket per model and
+// dimension; cacheBucketDim reads the dimension back.
+func cacheBucket(model string, dim int) []byte { return []byte(model + "\x00" + strconv.Itoa(dim)) }
+
+func cacheBucketDim(name []byte) (int, bool) {
+	_, dimText, ok := bytes.Cut(name, []byte{0})
+	dim, err := strconv.Atoi(string(dimText))
+	return dim, ok && err == nil && dim > 0
+}
+
+// ReadCached returns every vector the cache file at path holds, of every
+// model, reading it read-only (a file another process holds is
+// ErrCacheInUse after a second's wait). The bench compares generated
+// vectors with these.
+func ReadCached(path string) ([][]float32, error) {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, fmt.Errorf("embedding cache %s: %w", path, ErrCacheInUse)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("embedding cache %s: %w", path, err)
+	}
+	defer db.Close()
+	var out [][]float32
+	err = db.View(func(tx *bolt.Tx) error {
+		return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+			dim, ok := cacheBucketDim(name)
+			if !ok {
+				return nil // not a model's bucket
+			}
+			return b.ForEach(func(_, v []byte) error {
+				if len(v) == 4*dim {
+					x := make([]float32, dim)
+					decodeFloats(x, v)
+					out = append(out, x)
+				}
+				return nil
+			})
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("embedding cache %s: %w", path, err)
+	}
+	return out, nil
+}
 
 func (e *cached) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	out := make([][]float32, len(texts))

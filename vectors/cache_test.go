@@ -3,6 +3,7 @@ package vectors_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -127,5 +128,47 @@ func TestCache(t *testing.T) {
 	// One process at a time.
 	if _, err := vectors.OpenCache(path); !errors.Is(err, vectors.ErrCacheInUse) || !strings.Contains(err.Error(), path) {
 		t.Errorf("second open: err = %v, want ErrCacheInUse naming the file", err)
+	}
+}
+
+// TestReadCached checks that ReadCached returns every vector a cache file
+// holds, of every model and dimension, as the cache returns them.
+func TestReadCached(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "embeddings.db")
+	c, err := vectors.OpenCache(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want [][]float32
+	for _, inner := range []*recordingEmbedder{{model: "m1"}, {model: "m2", dim: 5}} {
+		vs, err := c.Wrap(inner).Embed(ctx, []string{"a", "bb", "ccc"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, vs...)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := vectors.ReadCached(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := func(v []float32) string { return fmt.Sprint(v) }
+	gotKeys, wantKeys := make([]string, len(got)), make([]string, len(want))
+	for i := range got {
+		gotKeys[i] = key(got[i])
+	}
+	for i := range want {
+		wantKeys[i] = key(want[i])
+	}
+	slices.Sort(gotKeys)
+	slices.Sort(wantKeys)
+	if !slices.Equal(gotKeys, wantKeys) {
+		t.Errorf("ReadCached = %v, want %v", gotKeys, wantKeys)
+	}
+	if _, err := vectors.ReadCached(filepath.Join(t.TempDir(), "none.db")); err == nil {
+		t.Error("a missing file read without an error")
 	}
 }

@@ -1,9 +1,7 @@
 package runner
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,7 +19,6 @@ import (
 	"sync"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
 
@@ -490,38 +487,12 @@ func deciles(xs []float64) [3]float64 {
 	return [3]float64{at(10), at(50), at(90)}
 }
 
-// readCacheVectors reads every vector of an embedding cache file (the
-// format of vectors.Cache: one bucket per model and dimension, values the
-// little-endian float32s), unit length each. The file is opened read-only.
+// readCacheVectors reads every vector of an embedding cache file
+// (vectors.ReadCached), unit length each; at least 20 of them.
 func readCacheVectors(path string) ([][]float32, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	out, err := vectors.ReadCached(path)
 	if err != nil {
-		return nil, fmt.Errorf("reference %s: %w", path, err)
-	}
-	defer db.Close()
-	var out [][]float32
-	err = db.View(func(tx *bolt.Tx) error {
-		return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
-			_, dimText, ok := bytes.Cut(name, []byte{0})
-			dim, err := strconv.Atoi(string(dimText))
-			if !ok || err != nil || dim <= 0 {
-				return nil // not a model's bucket
-			}
-			return b.ForEach(func(_, v []byte) error {
-				if len(v) != 4*dim {
-					return nil
-				}
-				x := make([]float32, dim)
-				for i := range x {
-					x[i] = math.Float32frombits(binary.LittleEndian.Uint32(v[4*i:]))
-				}
-				out = append(out, x)
-				return nil
-			})
-		})
-	})
-	if err != nil {
-		return nil, fmt.Errorf("reference %s: %w", path, err)
+		return nil, fmt.Errorf("reference: %w", err)
 	}
 	if len(out) < 20 {
 		return nil, fmt.Errorf("reference %s: %d vectors, want at least 20", path, len(out))
