@@ -477,35 +477,46 @@ func numberValues(seg segment.Segment, name string) ([]uint32, error) {
 	if err != nil {
 		return nil, err
 	}
-	it := d.AutomatonIterator(nil, nil, nil)
-	for {
-		e, err := it.Next()
+	err = eachTerm(d, func(term string) error {
+		length, err := strconv.ParseUint(term, 10, 32)
 		if err != nil {
-			return nil, err
+			return nil // not written by this package
 		}
-		if e == nil {
-			return lens, nil
-		}
-		length, err := strconv.ParseUint(e.Term, 10, 32)
+		pl, err := d.PostingsList([]byte(term), nil, nil)
 		if err != nil {
-			continue // not written by this package
-		}
-		pl, err := d.PostingsList([]byte(e.Term), nil, nil)
-		if err != nil {
-			return nil, err
+			return err
 		}
 		pi := pl.Iterator(false, false, false, nil)
 		for {
 			p, err := pi.Next()
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if p == nil {
-				break
+				return nil
 			}
 			if n := p.Number(); n < uint64(len(lens)) {
 				lens[n] = uint32(length)
 			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return lens, nil
+}
+
+// eachTerm calls fn with every term of d, in order, until fn returns an
+// error, which it returns.
+func eachTerm(d segment.TermDictionary, fn func(term string) error) error {
+	it := d.AutomatonIterator(nil, nil, nil)
+	for {
+		e, err := it.Next()
+		if err != nil || e == nil {
+			return err
+		}
+		if err := fn(e.Term); err != nil {
+			return err
 		}
 	}
 }

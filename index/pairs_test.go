@@ -46,36 +46,32 @@ func TestPairListsAreTheOwners(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			it := d.AutomatonIterator(nil, nil, nil)
-			for {
-				e, err := it.Next()
-				if err != nil {
-					return err
-				}
-				if e == nil {
-					break
-				}
+			err = eachTerm(d, func(term string) error {
 				var owner string
 				for _, u := range users {
-					if strings.HasPrefix(e.Term, pairPrefix(u)) {
+					if strings.HasPrefix(term, pairPrefix(u)) {
 						if owner != "" {
-							t.Errorf("pair term %q starts with the prefixes of %q and %q", e.Term, owner, u)
+							t.Errorf("pair term %q starts with the prefixes of %q and %q", term, owner, u)
 						}
 						owner = u
 					}
 				}
 				if owner == "" {
-					t.Errorf("pair term %q starts with no user's prefix", e.Term)
-					continue
+					t.Errorf("pair term %q starts with no user's prefix", term)
+					return nil
 				}
-				docs, err := termDocs(seg, fieldPairs, e.Term)
+				docs, err := termDocs(seg, fieldPairs, term)
 				if err != nil {
 					return err
 				}
 				if others := roaring.AndNot(docs, owned[owner]); !others.IsEmpty() {
-					t.Errorf("pair term %q of %q holds %d documents of other users", e.Term, owner, others.GetCardinality())
+					t.Errorf("pair term %q of %q holds %d documents of other users", term, owner, others.GetCardinality())
 				}
 				checked++
+				return nil
+			})
+			if err != nil {
+				return err
 			}
 		}
 		return nil

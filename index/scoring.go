@@ -244,22 +244,14 @@ func sumField(seg segment.Segment, deleted, only *roaring.Bitmap, name string) (
 	if err != nil {
 		return 0, 0, err
 	}
-	it := d.AutomatonIterator(nil, nil, nil)
-	for {
-		e, err := it.Next()
+	err = eachTerm(d, func(term string) error {
+		v, err := strconv.ParseUint(term, 10, 64)
 		if err != nil {
-			return 0, 0, err
+			return nil // not written by this package
 		}
-		if e == nil {
-			return docs, sum, nil
-		}
-		v, err := strconv.ParseUint(e.Term, 10, 64)
+		pl, err := d.PostingsList([]byte(term), deleted, nil)
 		if err != nil {
-			continue // not written by this package
-		}
-		pl, err := d.PostingsList([]byte(e.Term), deleted, nil)
-		if err != nil {
-			return 0, 0, err
+			return err
 		}
 		n := pl.Count()
 		if only != nil {
@@ -267,5 +259,10 @@ func sumField(seg segment.Segment, deleted, only *roaring.Bitmap, name string) (
 		}
 		docs += n
 		sum += n * v
+		return nil
+	})
+	if err != nil {
+		return 0, 0, err
 	}
+	return docs, sum, nil
 }

@@ -115,34 +115,24 @@ func (ix *Index) warmNew(ctx context.Context, seen map[segment.Segment]bool, min
 	})
 }
 
-// warmSegment builds seg's values, every user's view of it, and the blocks
-// of recent in it.
+// warmSegment builds every user's view of seg (and with the first, seg's
+// values), and the blocks of recent in it.
 func warmSegment(ctx context.Context, c *blockCache, seg segment.Segment, recent []recentTerm) error {
-	if _, err := c.values(seg); err != nil {
-		return err
-	}
 	d, err := seg.Dictionary(fieldUser)
 	if err != nil {
 		return err
 	}
 	views := make(map[string]*userDocs)
-	it := d.AutomatonIterator(nil, nil, nil)
-	for {
-		e, err := it.Next()
-		if err != nil {
-			return err
-		}
-		if e == nil {
-			break
-		}
+	err = eachTerm(d, func(user string) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		u, err := c.userDocs(seg, e.Term)
-		if err != nil {
-			return err
-		}
-		views[e.Term] = u
+		u, err := c.userDocs(seg, user)
+		views[user] = u
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	for _, r := range recent {
 		u := views[r.user]
