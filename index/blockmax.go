@@ -192,6 +192,13 @@ func buildTermBlocks(seg segment.Segment, u *userDocs, term string, avgdl float6
 	var lens []float64
 	agree := true // every length equals the length field's
 	it := pl.Iterator(true, true, false, nil)
+	if o, ok := it.(segment.OptimizablePostingsIterator); ok && u.set != nil {
+		// Decode only the user's postings: zap then steps over the
+		// others' without building them.
+		if bm := o.ActualBitmap(); bm != nil {
+			o.ReplaceActual(roaring.And(bm, u.set))
+		}
+	}
 	for {
 		p, err := it.Next()
 		if err != nil {
@@ -304,6 +311,9 @@ type userDocs struct {
 	masks []uint64
 	ranks []uint32
 	full  []uint64 // every rank, a word per block: see live
+	// set holds docs as a bitmap: the postings a term's blocks are
+	// built from (buildTermBlocks).
+	set *roaring.Bitmap
 }
 
 // buildUserDocs returns the view of seg of the user whose documents are
@@ -313,7 +323,8 @@ func buildUserDocs(seg segment.Segment, vals *docValues, bm *roaring.Bitmap) *us
 		return &userDocs{}
 	}
 	blocks := (int(seg.Count()) + blockMask) >> blockShift
-	u := &userDocs{docs: bm.ToArray(), masks: denseMasks(bm, blocks), ranks: make([]uint32, blocks)}
+	u := &userDocs{docs: bm.ToArray(), masks: denseMasks(bm, blocks), ranks: make([]uint32, blocks), set: bm.Clone()}
+	u.set.RunOptimize()
 	u.lens = make([]uint32, len(u.docs))
 	u.whole.docs = uint64(len(u.docs))
 	for r, d := range u.docs {
@@ -397,7 +408,11 @@ func (u *userDocs) live(deleted *roaring.Bitmap) []uint64 {
 
 // size is the memory u holds, in bytes.
 func (u *userDocs) size() int64 {
-	return 8*int64(len(u.docs)) + 12*int64(len(u.masks)) + 8*int64(len(u.full)) + 128
+	n := 8*int64(len(u.docs)) + 12*int64(len(u.masks)) + 8*int64(len(u.full)) + 128
+	if u.set != nil {
+		n += int64(u.set.GetSizeInBytes())
+	}
+	return n
 }
 
 // liveDocs is a user's live documents in a segment with deletions, and
@@ -537,7 +552,9 @@ type blockCache struct {
 
 // blockKey names a term's blocks in a user's documents of a segment (kind
 // keyTerm, name the term), the segment's document values (keyValues), a
-// user's view of it (keyUser) or the user's live documents in it (keyLive).
+// user's view of it (keyUser), the user's live documents in it (keyLive)
+// or the positions of one of the user's pair terms in it (keyPairs, name
+// the pair term; phrases.go).
 type blockKey struct {
 	seg  segment.Segment
 	name string
@@ -552,11 +569,12 @@ const (
 	keyValues
 	keyUser
 	keyLive
+	keyPairs
 )
 
 type blockEntry struct {
 	done chan struct{} // closed when val and err are set
-	val  any           // *termBlocks, *docValues, *userDocs or *liveDocs
+	val  any           // *termBlocks, *docValues, *userDocs, *liveDocs or *pairPositions
 	err  error
 	size int64
 	used uint64 // tick of the last use

@@ -66,7 +66,7 @@ type pairsField struct {
 // found once has no location and the frequency position+1; a pair found
 // more often has one location, its first position, with the gaps to its
 // later ones as the location's array positions, and the frequency 1
-// (posCursor reads both back). Zap spends about six bytes on a location,
+// (decodePairPositions reads both back). Zap spends about six bytes on a location,
 // one or two on a frequency and one on a gap (docs/index.md).
 func newPairsField(userID string, tokens analysis.TokenStream, segOf func(int) int) *pairsField {
 	f := &pairsField{TextField: document.NewTextFieldCustom(fieldPairs, nil, nil, keywordOpts, nil)}
@@ -115,7 +115,7 @@ func newPairsField(userID string, tokens analysis.TokenStream, segOf func(int) i
 	}
 	for _, tf := range freqs {
 		if l := tf.Locations[0]; len(l.ArrayPositions) == 0 {
-			// Once: the position rides in the frequency (posCursor).
+			// Once: the position rides in the frequency (decodePairPositions).
 			tf.Locations = nil
 			tf.SetFrequency(l.Position + 1)
 			continue

@@ -17,10 +17,12 @@ import (
 // is "a b" at offset 0 and "b c" at offset 1, and a document holds it at
 // p when it holds each pair at p plus its offset. The documents holding
 // every pair are found first, with the pairs' bitmaps; only they are
-// checked on positions, each pair's positions read at the documents
-// (posCursor) and intersected, offset by offset, until a start is left or
-// none is. A phrase matches in the body or in the title (whose pairs have
-// their own terms), never partly in each.
+// checked on positions, each pair's positions looked up at the documents
+// and intersected, offset by offset, until a start is left or none is. A
+// phrase matches in the body or in the title (whose pairs have their own
+// terms), never partly in each. A pair's positions in a segment are
+// decoded whole the first time a query needs them and kept in the block
+// cache (pairPositions), under their owner, as a word's blocks are.
 //
 // The position check costs in proportion to the documents it reads, and
 // a phrase many documents hold needs only the best few of them: a pruned
@@ -42,6 +44,65 @@ type docFilter struct {
 	// unchecked holds the phrases whose positions required does not
 	// check yet (lazy): its documents hold their pairs (verify checks).
 	unchecked []phrase
+	// read and held are, by segment, the documents whose positions
+	// verify has read and those of them that hold every unchecked
+	// phrase: a later round reads only documents it has not read.
+	read, held []*roaring.Bitmap
+	lists      *pairLists
+}
+
+// pairLists keeps the posting lists of the pair terms a query looks up,
+// by segment and term, so that each is looked up in a segment's
+// dictionary once per query however many rounds read it. Not safe for
+// concurrent use.
+type pairLists struct {
+	segs  []*scorch.SegmentSnapshot
+	cache *blockCache // where the pairs' decoded positions are kept
+	m     map[segTerm]segment.PostingsList
+}
+
+type segTerm struct {
+	seg  int
+	term string
+}
+
+func newPairLists(segs []*scorch.SegmentSnapshot, cache *blockCache) *pairLists {
+	return &pairLists{segs: segs, cache: cache, m: make(map[segTerm]segment.PostingsList)}
+}
+
+// get returns the posting list of term in the pairs field of segment i.
+func (l *pairLists) get(i int, term string) (segment.PostingsList, error) {
+	k := segTerm{i, term}
+	if pl, ok := l.m[k]; ok {
+		return pl, nil
+	}
+	pl, err := postingsOf(l.segs[i].Segment(), fieldPairs, term)
+	if err != nil {
+		return nil, err
+	}
+	l.m[k] = pl
+	return pl, nil
+}
+
+// positions returns the decoded positions of userID's pair term in
+// segment i, from the cache (built from the list on first use).
+func (l *pairLists) positions(i int, userID, term string) (*pairPositions, error) {
+	seg := l.segs[i].Segment()
+	v, err := l.cache.get(blockKey{seg: seg, name: term, user: userID, kind: keyPairs}, nil, func() (any, int64, error) {
+		pl, err := l.get(i, term)
+		if err != nil {
+			return nil, 0, err
+		}
+		pp, err := decodePairPositions(pl)
+		if err != nil {
+			return nil, 0, err
+		}
+		return pp, pp.size(), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*pairPositions), nil
 }
 
 // apply narrows segment i's candidates; cand is not modified.
@@ -60,7 +121,7 @@ func (f *docFilter) apply(i int, cand *roaring.Bitmap) *roaring.Bitmap {
 // positions of the phrases are not read: required holds the documents
 // holding their pairs, and unchecked the phrases verify must still check.
 // Exclusions are always checked.
-func phraseFilter(ctx context.Context, segs []*scorch.SegmentSnapshot, userID string, pq parsedQuery, lazy bool) (*docFilter, error) {
+func phraseFilter(ctx context.Context, cache *blockCache, segs []*scorch.SegmentSnapshot, userID string, pq parsedQuery, lazy bool) (*docFilter, error) {
 	var excl []phrase
 	for _, ph := range pq.Exclude {
 		if ph.exact() {
@@ -70,7 +131,7 @@ func phraseFilter(ctx context.Context, segs []*scorch.SegmentSnapshot, userID st
 	if len(pq.Phrases) == 0 && len(excl) == 0 {
 		return nil, nil
 	}
-	f := &docFilter{userID: userID}
+	f := &docFilter{userID: userID, lists: newPairLists(segs, cache)}
 	if len(pq.Phrases) > 0 {
 		f.required = make([]*roaring.Bitmap, len(segs))
 	}
@@ -90,7 +151,7 @@ func phraseFilter(ctx context.Context, segs []*scorch.SegmentSnapshot, userID st
 		if f.required != nil {
 			req := user
 			for _, ph := range pq.Phrases {
-				if req, err = phraseDocs(ctx, s.Segment(), userID, req, ph, !lazy); err != nil {
+				if req, err = phraseDocs(ctx, f.lists, i, userID, req, ph, !lazy); err != nil {
 					return nil, err
 				}
 			}
@@ -99,7 +160,7 @@ func phraseFilter(ctx context.Context, segs []*scorch.SegmentSnapshot, userID st
 		if f.excluded != nil {
 			exc := roaring.New()
 			for _, ph := range excl {
-				m, err := phraseDocs(ctx, s.Segment(), userID, user, ph, true)
+				m, err := phraseDocs(ctx, f.lists, i, userID, user, ph, true)
 				if err != nil {
 					return nil, err
 				}
@@ -114,76 +175,88 @@ func phraseFilter(ctx context.Context, segs []*scorch.SegmentSnapshot, userID st
 				f.unchecked = append(f.unchecked, ph)
 			}
 		}
+		f.read, f.held = make([]*roaring.Bitmap, len(segs)), make([]*roaring.Bitmap, len(segs))
+		for i := range segs {
+			f.read[i], f.held[i] = roaring.New(), roaring.New()
+		}
 	}
 	return f, nil
 }
 
 // verify returns the documents of best (in order) that hold every
-// unchecked phrase, read on the positions of segs.
-func (f *docFilter) verify(ctx context.Context, segs []*scorch.SegmentSnapshot, best []scoredDoc) ([]scoredDoc, error) {
+// unchecked phrase, read on the positions of their segments; documents
+// an earlier call read are not read again.
+func (f *docFilter) verify(ctx context.Context, best []scoredDoc) ([]scoredDoc, error) {
 	if len(f.unchecked) == 0 {
 		return best, nil
 	}
 	bySeg := make(map[int]*roaring.Bitmap)
 	for _, d := range best {
+		if f.read[d.seg].Contains(d.doc) {
+			continue
+		}
 		if bySeg[d.seg] == nil {
 			bySeg[d.seg] = roaring.New()
 		}
 		bySeg[d.seg].Add(d.doc)
 	}
 	for i, docs := range bySeg {
-		checked, err := f.check(ctx, segs[i].Segment(), docs)
-		if err != nil {
+		if err := f.readPositions(ctx, i, docs); err != nil {
 			return nil, err
 		}
-		bySeg[i] = checked
+		f.read[i].Or(docs)
 	}
 	kept := best[:0:0]
 	for _, d := range best {
-		if bySeg[d.seg].Contains(d.doc) {
+		if f.held[d.seg].Contains(d.doc) {
 			kept = append(kept, d)
 		}
 	}
 	return kept, nil
 }
 
-// checkAll returns the filter with every unchecked phrase checked on the
-// positions of all the documents required holds.
-func (f *docFilter) checkAll(ctx context.Context, segs []*scorch.SegmentSnapshot) (*docFilter, error) {
-	out := &docFilter{userID: f.userID, required: make([]*roaring.Bitmap, len(f.required)), excluded: f.excluded}
-	for i, req := range f.required {
-		checked, err := f.check(ctx, segs[i].Segment(), req)
+// readPositions checks the unchecked phrases on docs (segment i's, none
+// read before; not modified) and notes them in read and held.
+func (f *docFilter) readPositions(ctx context.Context, i int, docs *roaring.Bitmap) error {
+	for _, ph := range f.unchecked {
+		m, err := phraseDocs(ctx, f.lists, i, f.userID, docs, ph, true)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		out.required[i] = checked
+		if docs = m; docs.IsEmpty() {
+			break
+		}
 	}
-	return out, nil
+	f.held[i].Or(docs)
+	return nil
 }
 
-// check returns the documents of docs (seg's; not modified) that hold
-// every unchecked phrase, read on their positions.
-func (f *docFilter) check(ctx context.Context, seg segment.Segment, docs *roaring.Bitmap) (*roaring.Bitmap, error) {
-	for _, ph := range f.unchecked {
-		m, err := phraseDocs(ctx, seg, f.userID, docs, ph, true)
-		if err != nil {
+// checkAll returns the filter with every unchecked phrase checked on the
+// positions of all the documents required holds (reading only those no
+// earlier verify read).
+func (f *docFilter) checkAll(ctx context.Context) (*docFilter, error) {
+	out := &docFilter{userID: f.userID, required: make([]*roaring.Bitmap, len(f.required)), excluded: f.excluded, lists: f.lists}
+	for i, req := range f.required {
+		fresh := roaring.AndNot(req, f.read[i])
+		if err := f.readPositions(ctx, i, fresh); err != nil {
 			return nil, err
 		}
-		docs = m
+		f.read[i].Or(fresh)
+		out.required[i] = roaring.And(req, f.held[i])
 	}
-	return docs, nil
+	return out, nil
 }
 
 // phraseDocs returns the documents of within (seg's, userID's; not
 // modified) that hold ph in one message or in the title, exactly when ph.exact and
 // positions, else a superset of them (without positions: those holding
 // its pairs).
-func phraseDocs(ctx context.Context, seg segment.Segment, userID string, within *roaring.Bitmap, ph phrase, positions bool) (*roaring.Bitmap, error) {
-	body, err := chainDocs(ctx, seg, within, ph.pairs(userID, pairTerm), positions)
+func phraseDocs(ctx context.Context, lists *pairLists, seg int, userID string, within *roaring.Bitmap, ph phrase, positions bool) (*roaring.Bitmap, error) {
+	body, err := chainDocs(ctx, lists, seg, userID, within, ph.pairs(userID, pairTerm), positions)
 	if err != nil {
 		return nil, err
 	}
-	title, err := chainDocs(ctx, seg, within, ph.pairs(userID, titlePairTerm), positions)
+	title, err := chainDocs(ctx, lists, seg, userID, within, ph.pairs(userID, titlePairTerm), positions)
 	if err != nil {
 		return nil, err
 	}
@@ -194,7 +267,7 @@ func phraseDocs(ctx context.Context, seg segment.Segment, userID string, within 
 		}
 		words := roaring.New()
 		for _, t := range alts {
-			pl, err := postingsOf(seg, fieldText, t)
+			pl, err := postingsOf(lists.segs[seg].Segment(), fieldText, t)
 			if err != nil {
 				return nil, err
 			}
@@ -262,17 +335,17 @@ func (ph phrase) unpaired() [][]string {
 // chainDocs returns the documents of within (not modified) holding every
 // pair of chain at positions p+at for one p (without positions: holding
 // every pair); within itself for an empty chain.
-func chainDocs(ctx context.Context, seg segment.Segment, within *roaring.Bitmap, chain []pairAt, positions bool) (*roaring.Bitmap, error) {
+func chainDocs(ctx context.Context, lists *pairLists, seg int, userID string, within *roaring.Bitmap, chain []pairAt, positions bool) (*roaring.Bitmap, error) {
 	cand := within.Clone()
-	lists := make([][]segment.PostingsList, len(chain))
+	pls := make([][]segment.PostingsList, len(chain))
 	for k, p := range chain {
 		held := roaring.New()
 		for _, t := range p.terms {
-			pl, err := postingsOf(seg, fieldPairs, t)
+			pl, err := lists.get(seg, t)
 			if err != nil {
 				return nil, err
 			}
-			lists[k] = append(lists[k], pl)
+			pls[k] = append(pls[k], pl)
 			held.Or(postingsBitmap(pl))
 		}
 		if cand.And(held); cand.IsEmpty() {
@@ -282,14 +355,18 @@ func chainDocs(ctx context.Context, seg segment.Segment, within *roaring.Bitmap,
 	if len(chain) <= 1 || !positions {
 		return cand, nil
 	}
-	cursors := make([][]*posCursor, len(chain))
-	for k := range lists {
-		for _, pl := range lists[k] {
-			cursors[k] = append(cursors[k], newPosCursor(pl, cand))
+	at := make([][]*pairPositions, len(chain))
+	for k, p := range chain {
+		for _, t := range p.terms {
+			pp, err := lists.positions(seg, userID, t)
+			if err != nil {
+				return nil, err
+			}
+			at[k] = append(at[k], pp)
 		}
 	}
 	out := roaring.New()
-	var starts, pos []uint64
+	var starts, pos []uint32
 	docs := cand.Iterator()
 	for n := 0; docs.HasNext(); n++ {
 		if n%1024 == 0 {
@@ -297,22 +374,20 @@ func chainDocs(ctx context.Context, seg segment.Segment, within *roaring.Bitmap,
 				return nil, err
 			}
 		}
-		doc := uint64(docs.Next())
+		doc := docs.Next()
 		starts = starts[:0]
 		for k, p := range chain {
 			pos = pos[:0]
-			for _, c := range cursors[k] {
-				at, err := c.positions(doc)
-				if err != nil {
-					return nil, err
-				}
-				for _, x := range at {
-					if x >= uint64(p.at) {
-						pos = append(pos, x-uint64(p.at))
+			for _, pp := range at[k] {
+				for _, x := range pp.at(doc) {
+					if x >= uint32(p.at) {
+						pos = append(pos, x-uint32(p.at))
 					}
 				}
 			}
-			slices.Sort(pos)
+			if len(at[k]) > 1 {
+				slices.Sort(pos)
+			}
 			if k == 0 {
 				starts = append(starts, pos...)
 			} else {
@@ -323,74 +398,72 @@ func chainDocs(ctx context.Context, seg segment.Segment, within *roaring.Bitmap,
 			}
 		}
 		if len(starts) > 0 {
-			out.Add(uint32(doc))
+			out.Add(doc)
 		}
 	}
 	return out, nil
 }
 
-// posCursor reads one posting list's positions at ascending documents.
-// It keeps the posting it read last: an iterator cannot step back to a
-// document it has passed.
-type posCursor struct {
-	it   segment.PostingsIterator
-	doc  uint64
-	pos  []uint64
-	read bool // doc and pos hold a posting
-	done bool
+// pairPositions is one pair term's postings in a segment with their
+// positions, decoded once and kept (blockCache, keyPairs): zap cannot
+// seek within a posting list's chunk, so reading the positions of a few
+// documents walks, and decodes, every posting before them.
+type pairPositions struct {
+	docs []uint32 // ascending
+	ends []uint32 // docs[i]'s positions are pos[ends[i-1]:ends[i]]
+	pos  []uint32 // ascending within a document
 }
 
-// newPosCursor returns a cursor over pl's postings that decodes only
-// those of docs where the segment allows it.
-func newPosCursor(pl segment.PostingsList, docs *roaring.Bitmap) *posCursor {
+// decodePairPositions reads every posting of pl with its positions (see
+// newPairsField for how they are stored).
+func decodePairPositions(pl segment.PostingsList) (*pairPositions, error) {
+	pp := &pairPositions{}
 	it := pl.Iterator(true, false, true, nil)
-	if o, ok := it.(segment.OptimizablePostingsIterator); ok {
-		if bm := o.ActualBitmap(); bm != nil {
-			o.ReplaceActual(roaring.And(bm, docs))
-		}
-	}
-	return &posCursor{it: it}
-}
-
-// positions returns the positions of the posting of doc (nil when the
-// list does not hold doc); docs must come in ascending order. The slice
-// is valid until the next call.
-func (c *posCursor) positions(doc uint64) ([]uint64, error) {
-	if c.done {
-		return nil, nil
-	}
-	if !c.read || c.doc < doc {
-		p, err := c.it.Advance(doc)
+	for {
+		p, err := it.Next()
 		if err != nil {
 			return nil, err
 		}
 		if p == nil {
-			c.done = true
-			return nil, nil
+			return pp, nil
 		}
-		c.read, c.doc, c.pos = true, p.Number(), c.pos[:0]
+		pp.docs = append(pp.docs, uint32(p.Number()))
 		locs := p.Locations()
 		if len(locs) == 0 { // found once: see newPairsField
-			c.pos = append(c.pos, p.Frequency()-1)
+			pp.pos = append(pp.pos, uint32(p.Frequency()-1))
 		}
 		for _, l := range locs {
 			at := l.Pos()
-			c.pos = append(c.pos, at)
+			pp.pos = append(pp.pos, uint32(at))
 			for _, d := range l.ArrayPositions() {
 				at += d
-				c.pos = append(c.pos, at)
+				pp.pos = append(pp.pos, uint32(at))
 			}
 		}
+		pp.ends = append(pp.ends, uint32(len(pp.pos)))
 	}
-	if c.doc != doc {
-		return nil, nil
+}
+
+// at returns the positions of doc (nil when the pair is not in it).
+func (pp *pairPositions) at(doc uint32) []uint32 {
+	i, ok := slices.BinarySearch(pp.docs, doc)
+	if !ok {
+		return nil
 	}
-	return c.pos, nil
+	from := uint32(0)
+	if i > 0 {
+		from = pp.ends[i-1]
+	}
+	return pp.pos[from:pp.ends[i]]
+}
+
+func (pp *pairPositions) size() int64 {
+	return 4*int64(cap(pp.docs)+cap(pp.ends)+cap(pp.pos)) + 72
 }
 
 // intersectSorted returns the values of a (sorted) also in b (sorted),
 // reusing a.
-func intersectSorted(a, b []uint64) []uint64 {
+func intersectSorted(a, b []uint32) []uint32 {
 	out, j := a[:0], 0
 	for _, x := range a {
 		for j < len(b) && b[j] < x {

@@ -716,7 +716,7 @@ func (ws *wordSearch) bestChecked(ctx context.Context, plan wordsPlan, workers, 
 		if err != nil || ws.filter == nil || len(ws.filter.unchecked) == 0 {
 			return best, total, err
 		}
-		kept, err := ws.filter.verify(ctx, ws.segs, best)
+		kept, err := ws.filter.verify(ctx, best)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -728,7 +728,7 @@ func (ws *wordSearch) bestChecked(ctx context.Context, plan wordsPlan, workers, 
 			continue
 		}
 		// Past maxLazyFetch: check every document holding the pairs.
-		checked, err := ws.filter.checkAll(ctx, ws.segs)
+		checked, err := ws.filter.checkAll(ctx)
 		if err != nil {
 			return nil, 0, err
 		}

@@ -108,7 +108,7 @@ func searchWords(ctx context.Context, idx bleve.Index, lengths *lengthCache, use
 	// its best documents only (bestChecked); the exhaustive one, a count
 	// of every match and a search for many check them on every document.
 	lazy := !exhaustive && !ev.countAll && limit < maxLazyFetch
-	if ws.filter, err = phraseFilter(ctx, segs, userID, pq, lazy); err != nil {
+	if ws.filter, err = phraseFilter(ctx, &lengths.blocks, segs, userID, pq, lazy); err != nil {
 		return res, err
 	}
 	ws.weigh(n, ws.lengths.meanLength())
