@@ -3,7 +3,7 @@
 // in a build without it.
 //
 // Such a test checks what the detector cannot change (recall, scores,
-// what is stored, how much memory stays live) at five to ten times its
+// what is stored, how much memory stays live) at three to ten times its
 // cost under it, and the code it reaches is run concurrently, under the
 // detector, by smaller tests of its package. make test lists it in
 // NORACE_TESTS and runs it beside the race step; go test without -race,
