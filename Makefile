@@ -11,30 +11,35 @@ DATASETS  ?= $(abspath $(CURDIR)/../shared/datasets)
 
 .PHONY: test vet unit model weaviate chromium fmt-check build compose-test
 
-# Every test runs under the race detector, except the index's
-# data-correctness tests, which check scores and order (what the detector
-# cannot change) at ten times the cost under it: the ranking goldens, search
-# against the reference model, pruned against exhaustive (on the load
-# corpus and on random corpora) and per-user statistics. They skip under it
-# (saying so; TestPrunedEqualsExhaustiveRandom keeps a small corpus there
-# for the search workers) and run at full size in a build without it, beside
-# the race step rather than after it: much of the race step waits on child
-# processes (servers, Weaviate, Chromium, node), and the cores it leaves idle
-# run these. Their output is held until the race step ends, and either
-# step's failure fails make test. The variables each test reads are listed
-# in README.md's Testing.
-NORACE_TESTS = ^(TestRankingGoldens|TestSearchMatchesReference|TestTenantStatistics|TestPruningMatchesExhaustive|TestPrunedEqualsExhaustiveRandom)$$
+# Every test runs under the race detector, except data-correctness tests
+# that check what the detector cannot change at three to ten times the cost
+# under it: the index's ranking goldens, search against the reference
+# model, pruned against exhaustive (on the load corpus and on random
+# corpora) and per-user statistics; the vector codes' recall and memory
+# (vectors); Weaviate's agreement with the exact scan (vectors/weaviate);
+# the import of every real transcript (cmd/hindsight); the export's live
+# heap (httpd). They skip under it (saying so;
+# TestPrunedEqualsExhaustiveRandom keeps a small corpus there for the
+# search workers; internal/racetest) and run at full size in a build
+# without it, beside the race step rather than after it: much of the race
+# step waits on child processes (servers, Weaviate, Chromium, node), and
+# the cores it leaves idle run these. Their output is held until the race
+# step ends, and either step's failure fails make test. The variables each
+# test reads are listed in README.md's Testing.
+NORACE_TESTS = ^(TestRankingGoldens|TestSearchMatchesReference|TestTenantStatistics|TestPruningMatchesExhaustive|TestPrunedEqualsExhaustiveRandom|TestCodesRecallAgainstExactScan|TestCodesRecallLooseClusters|TestCodesMemoryPerVector|TestNearestAgreesWithEmbedded10k|TestImportRealTranscripts|TestExportStreamingMemory)$$
+NORACE_PKGS  = ./index ./vectors ./vectors/weaviate ./cmd/hindsight ./httpd
 test: fmt-check vet model weaviate chromium
 	@norace=$$(mktemp); trap 'rm -f $$norace' EXIT; \
 	( HINDSIGHT_DATASETS=$(DATASETS) HINDSIGHT_REQUIRE_DATASETS=1 \
-	  $(GO) test -count=1 -timeout 20m -run '$(NORACE_TESTS)' ./index >$$norace 2>&1 ) & pid=$$!; \
+	  HINDSIGHT_WEAVIATE_BIN=$$(bash scripts/weaviate.sh path) HINDSIGHT_REQUIRE_WEAVIATE=1 \
+	  $(GO) test -count=1 -timeout 20m -run '$(NORACE_TESTS)' $(NORACE_PKGS) >$$norace 2>&1 ) & pid=$$!; \
 	HINDSIGHT_MODEL_DIR=$(MODEL_DIR) HINDSIGHT_REQUIRE_MODEL=1 \
 	HINDSIGHT_WEAVIATE_BIN=$$(bash scripts/weaviate.sh path) HINDSIGHT_REQUIRE_WEAVIATE=1 \
 	HINDSIGHT_REQUIRE_NPM=1 HINDSIGHT_REQUIRE_BROWSER=1 HINDSIGHT_REQUIRE_MOUNT=1 \
 	HINDSIGHT_DATASETS=$(DATASETS) HINDSIGHT_REQUIRE_DATASETS=1 \
 	$(GO) test -race -count=1 -timeout 20m ./...; race=$$?; \
 	wait $$pid; norace_rc=$$?; \
-	echo "--- the index's data-correctness tests without the race detector (go test -run '$(NORACE_TESTS)' ./index):"; \
+	echo "--- the data-correctness tests without the race detector (go test -run '$(NORACE_TESTS)' $(NORACE_PKGS)):"; \
 	cat $$norace; \
 	[ $$race -eq 0 ] && [ $$norace_rc -eq 0 ]
 

@@ -77,18 +77,30 @@ func newRefIndex(a analysis.Analyzer, repeat int) *refIndex {
 	return &refIndex{a: a, repeat: repeat, docs: map[string]*refDoc{}}
 }
 
-// put mirrors Index.Put.
+// put mirrors Index.Put. A text that is at once a message, a chunk and
+// a chunk's message (as most are) is analysed once: the refTexts share
+// their maps, which nothing writes after analyse.
 func (r *refIndex) put(s Session) {
+	analysed := map[string]refText{}
+	analyse := func(ordinal int, text string) refText {
+		t, ok := analysed[text]
+		if !ok {
+			t = r.analyse(ordinal, text)
+			analysed[text] = t
+		}
+		t.ordinal = ordinal
+		return t
+	}
 	d := &refDoc{user: s.UserID, session: s.SessionID, text: r.analyse(-1, sessionText(s, r.repeat)),
-		title: r.analyse(-1, s.Title)}
+		title: analyse(-1, s.Title)}
 	for _, m := range messages(s.Body, s.Breaks) {
-		d.messages = append(d.messages, r.analyse(-1, m))
+		d.messages = append(d.messages, analyse(-1, m))
 	}
 	for _, c := range s.Chunks {
-		d.chunks = append(d.chunks, r.analyse(c.Ordinal, c.Text))
+		d.chunks = append(d.chunks, analyse(c.Ordinal, c.Text))
 		var ms []refText
 		for _, m := range messages(c.Text, c.Breaks) {
-			ms = append(ms, r.analyse(c.Ordinal, m))
+			ms = append(ms, analyse(c.Ordinal, m))
 		}
 		d.chunkMessages = append(d.chunkMessages, ms)
 	}

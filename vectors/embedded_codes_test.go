@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/hindsight-dev/hindsight/internal/embedgen"
+	"github.com/hindsight-dev/hindsight/internal/racetest"
 	"github.com/hindsight-dev/hindsight/vectors"
 )
 
@@ -78,7 +79,13 @@ func cosine(q, v []float32) float64 {
 // 98% of the exact scan's top 10 on clustered data (embedgen), every score
 // being the hit's exact cosine, for several dimensions and sizes, on one
 // worker and split across several.
+//
+// Not under the race detector (racetest), like the other recall and memory
+// tests here: recall is what the detector cannot change, at ten times the
+// cost under it; coded users' scans on several workers run under it in
+// TestCodesUserIsolation, TestCodesReopenAndDelete and the conformance suite.
 func TestCodesRecallAgainstExactScan(t *testing.T) {
+	racetest.SkipUnderRace(t)
 	for _, c := range []struct {
 		dim, n, workers int
 		seed            uint64
@@ -287,8 +294,10 @@ func TestCodesReopenAndDelete(t *testing.T) {
 }
 
 // TestCodesMemoryPerVector: a coded user costs dim/8 bytes of code and 8 of
-// estimate terms per vector, not 4×dim.
+// estimate terms per vector, not 4×dim. Not under the race detector
+// (racetest; see TestCodesRecallAgainstExactScan).
 func TestCodesMemoryPerVector(t *testing.T) {
+	racetest.SkipUnderRace(t)
 	const dim, n = 1536, 3000
 	ctx := context.Background()
 	st := openEmbedded(t, filepath.Join(t.TempDir(), "v.db"), vectors.EmbeddedOptions{CodesFrom: 1000})
@@ -310,8 +319,10 @@ func TestCodesMemoryPerVector(t *testing.T) {
 // TestCodesRecallLooseClusters: vectors whose noise outweighs their
 // cluster centre (within a cluster cosines are about 0.3, so a query's
 // top 10 beyond its nearest are near ties), the data the Weaviate store's
-// agreement test uses, still give the codes the exact scan's top 10.
+// agreement test uses, still give the codes the exact scan's top 10. Not
+// under the race detector (racetest; see TestCodesRecallAgainstExactScan).
 func TestCodesRecallLooseClusters(t *testing.T) {
+	racetest.SkipUnderRace(t)
 	const n, dim, k, queries = 10000, 512, 10, 50
 	r := rand.New(rand.NewPCG(10, 10))
 	unit := func(v []float32) []float32 {

@@ -37,10 +37,16 @@ func liteModelDir(t testing.TB) string {
 // been fetched. With HINDSIGHT_REQUIRE_MODEL=1 (set by CI after `make model`)
 // a missing model fails the test instead. A model that is present but does
 // not load always fails.
+//
+// Every test shares one load (liteShared): loading decodes ~28 MB of
+// weights, seconds of CPU under -race, and a Local never changes once
+// loaded (Embed may be called concurrently), so what one test does with it
+// cannot change what another sees.
 func loadLiteModel(t testing.TB) *Local {
 	t.Helper()
 	dir := liteModelDir(t)
-	l, err := LoadLocal(dir)
+	liteShared.once.Do(func() { liteShared.l, liteShared.err = LoadLocal(dir) })
+	l, err := liteShared.l, liteShared.err
 	switch {
 	case err == nil:
 		return l
@@ -51,6 +57,13 @@ func loadLiteModel(t testing.TB) *Local {
 		t.Fatalf("HINDSIGHT_REQUIRE_MODEL=%q: %v", os.Getenv("HINDSIGHT_REQUIRE_MODEL"), err)
 	}
 	return nil
+}
+
+// liteShared is the model loadLiteModel loads once for the test binary.
+var liteShared struct {
+	once sync.Once
+	l    *Local
+	err  error
 }
 
 // liteRefCase is one entry of testdata/use_lite/reference.json, written by
@@ -87,6 +100,22 @@ func liteTexts(cases []liteRefCase) []string {
 		out[i] = c.Text
 	}
 	return out
+}
+
+// liteVariedTexts is the reference texts the concurrency tests embed:
+// the first eight (1 to 16 tokens) and the last (past the 128-token
+// window). What those tests check, that a vector does not depend on which
+// goroutine computed it or on what its scratch buffers held before, needs
+// texts of different lengths on every worker, not all 39: each embedding
+// costs seconds under -race, and TestLocalMatchesReference covers every
+// text's vector.
+func liteVariedTexts(t *testing.T) []string {
+	t.Helper()
+	cases := loadLiteReference(t)
+	if len(cases) < 9 || len(cases[len(cases)-1].IDs) <= liteMaxTokens {
+		t.Fatal("testdata/use_lite/reference.json: want at least 9 texts, the last past the window")
+	}
+	return liteTexts(append(cases[:8:8], cases[len(cases)-1]))
 }
 
 func liteCosine[A, B float32 | float64](a []A, b []B) float64 {
@@ -214,10 +243,10 @@ func TestLocalEmbedContract(t *testing.T) {
 }
 
 // TestLocalConcurrent runs Embed from several goroutines at once (run it with
-// -race) and expects exactly the serial results.
+// -race) and expects exactly the serial results, on liteVariedTexts.
 func TestLocalConcurrent(t *testing.T) {
 	l := loadLiteModel(t)
-	in := liteTexts(loadLiteReference(t))
+	in := liteVariedTexts(t)
 	want, err := l.Embed(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
@@ -267,12 +296,13 @@ func (c *liteErrAfter) Err() error {
 	return nil
 }
 
-// TestLocalEmbedSpread embeds the same texts on one worker and on several
-// and expects the same vectors bit for bit, in the same order: how Embed
-// spreads texts over cores must not change a vector.
+// TestLocalEmbedSpread embeds the same texts (liteVariedTexts, an empty
+// one and one past the window) on one worker and on several and expects the
+// same vectors bit for bit, in the same order: how Embed spreads texts over
+// cores must not change a vector.
 func TestLocalEmbedSpread(t *testing.T) {
 	l := loadLiteModel(t)
-	in := liteTexts(loadLiteReference(t))
+	in := liteVariedTexts(t)
 	in = append(in, "", strings.Repeat("a window longer than the model's 128 tokens ", 40))
 	want, err := l.embed(context.Background(), in, 1)
 	if err != nil {

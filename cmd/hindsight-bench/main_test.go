@@ -25,9 +25,12 @@ func TestMain(m *testing.M) {
 }
 
 // hindsightBuild builds cmd/hindsight once per test binary, for the
-// benches that run `hindsight import` as a user does (with the race
-// detector when this test runs under it; the packages come from the
-// build cache this test's own build filled).
+// benches that run `hindsight import` as a user does. It is built without
+// the race detector even when this test runs under it: these tests check
+// the benches' plumbing and results, and the importer they run is the one
+// cmd/hindsight's import and watch tests run under the detector, in
+// process; under it, the child's import of real transcripts cost ten times
+// the CPU.
 var hindsightBuild = &onceBuild{}
 
 type onceBuild struct {
@@ -48,11 +51,7 @@ func hindsightBin(t *testing.T) string {
 			return
 		}
 		bin := filepath.Join(dir, "hindsight")
-		args := []string{"build", "-o", bin}
-		if raceEnabled {
-			args = append(args, "-race")
-		}
-		out, err := exec.Command("go", append(args, "github.com/hindsight-dev/hindsight/cmd/hindsight")...).CombinedOutput()
+		out, err := exec.Command("go", "build", "-o", bin, "github.com/hindsight-dev/hindsight/cmd/hindsight").CombinedOutput()
 		if err != nil {
 			b.err = fmt.Errorf("go build ./cmd/hindsight: %v\n%s", err, out)
 			os.RemoveAll(dir)

@@ -37,7 +37,10 @@ func (s *syncBuffer) String() string {
 }
 
 // loggedServe is `hindsight serve` run in-process with every log line (debug
-// level) kept, so a test can check what the server wrote.
+// level) kept, so a test can check what the server wrote. It serves
+// full-text only (--embedder none): passwords do not depend on the embedder,
+// and the offline model make test's HINDSIGHT_MODEL_DIR would load costs
+// seconds of CPU per start (a test restarts it for every command) under -race.
 type loggedServe struct {
 	base string
 	logs *syncBuffer
@@ -50,7 +53,7 @@ func startLoggedServe(t *testing.T, dir string, logs *syncBuffer) *loggedServe {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--data", dir, "--log-level", "debug", "--log-format", "json"}, out.w, logs)
+		done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--data", dir, "--log-level", "debug", "--log-format", "json", "--embedder", "none"}, out.w, logs)
 		out.w.Close()
 	}()
 	var once sync.Once

@@ -177,14 +177,16 @@ func (l *lines) waitFor(t *testing.T, re *regexp.Regexp) []string {
 }
 
 // serveInProcess runs the serve command until the test ends and returns its
-// stdout lines.
+// stdout lines. It serves full-text only (--embedder none): the setup link
+// does not depend on the embedder, and the offline model make test's
+// HINDSIGHT_MODEL_DIR would load costs seconds of CPU per start under -race.
 func serveInProcess(t *testing.T, dir string) *lines {
 	t.Helper()
 	out := newLines()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--data", dir, "--log-level", "error"}, out.w, io.Discard)
+		done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--data", dir, "--log-level", "error", "--embedder", "none"}, out.w, io.Discard)
 		out.w.Close()
 	}()
 	t.Cleanup(func() {

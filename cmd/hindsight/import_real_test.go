@@ -17,6 +17,7 @@ import (
 
 	"github.com/hindsight-dev/hindsight/bench"
 	"github.com/hindsight-dev/hindsight/importer"
+	"github.com/hindsight-dev/hindsight/internal/racetest"
 
 	_ "modernc.org/sqlite" // the opencode expectation counts rows with SQL
 )
@@ -162,7 +163,13 @@ func rebuildHome(t *testing.T, src, home string, a realAgent) (files []realFile,
 // stores every session and message, the per-agent runs find the same
 // sessions and store nothing new. (Each session is uploaded once: the
 // per-agent runs are the re-import.)
+//
+// Not under the race detector (racetest): what it checks, that every
+// message of every real file is stored, the detector cannot change, and it
+// costs ten times as much under it; the importer's and the server's
+// concurrency run under it in the other import tests.
 func TestImportRealTranscripts(t *testing.T) {
+	racetest.SkipUnderRace(t)
 	src := transcriptsDir(t)
 	agents := realAgents
 	if testing.Short() {

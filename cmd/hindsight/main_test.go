@@ -8,11 +8,14 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/hindsight-dev/hindsight/internal/openaitest"
 )
 
 // TestMain lets a test re-run this binary as `hindsight` in a child process
@@ -50,11 +53,24 @@ var listening = regexp.MustCompile(`listening on (http://\S+)`)
 
 // startServe starts `hindsight serve` on a free loopback port over dataDir and
 // waits until it prints its URL.
+//
+// Unless extra names an embedder, the child embeds through an
+// OpenAI-compatible server in this process (openaitest): the semantic
+// pipeline (queue, embedder, vector store) runs as in production, but
+// without loading the offline model that make test's HINDSIGHT_MODEL_DIR
+// would give it and running it under -race, seconds of CPU per start and
+// per batch that these tests, which do not test the model, do not need.
+// A restart on the same data finds the same model and dimension.
 func startServe(t *testing.T, dataDir string, extra ...string) *child {
 	t.Helper()
 	args := append([]string{"-test.run=^$", "--", "serve", "--addr", "127.0.0.1:0", "--data", dataDir, "--log-format", "json"}, extra...)
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), "HINDSIGHT_TEST_RUN_MAIN=1")
+	if !slices.Contains(extra, "--embedder") {
+		oai := openaitest.New(t, openaitest.Options{APIKey: "sk-test"})
+		cmd.Env = append(cmd.Env, "HINDSIGHT_EMBEDDER=openai", "OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL="+oai.URL(),
+			"HINDSIGHT_OPENAI_DIM=256")
+	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
