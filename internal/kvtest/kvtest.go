@@ -1,12 +1,49 @@
 // Package kvtest opens real kv stores for tests: a bbolt file in the test's
-// temporary directory, checked for invariant violations when the test ends.
+// temporary directory, or a fresh database on a PostgreSQL server the test
+// package shares (internal/pgtest), checked for invariant violations when
+// the test ends.
+//
+// The kv package's behaviour is one contract with two stores: its tests run
+// against both through [Each].
 package kvtest
 
 import (
+	"context"
 	"testing"
 
+	"github.com/hindsight-dev/hindsight/internal/pgtest"
 	"github.com/hindsight-dev/hindsight/kv"
 )
+
+// Backend names a kind of store and opens a fresh one.
+type Backend struct {
+	Name string
+	Open func(t testing.TB) *kv.Store
+}
+
+// Backends are the stores the records can be kept in: a bbolt file, and
+// PostgreSQL (skipped, loudly, without it; see pgtest).
+func Backends() []Backend { return []Backend{{"bbolt", Open}, {"postgres", OpenPostgres}} }
+
+// Each runs fn as a subtest for each backend, with the opener of its stores.
+func Each(t *testing.T, fn func(t *testing.T, open func(testing.TB) *kv.Store)) {
+	for _, b := range Backends() {
+		t.Run(b.Name, func(t *testing.T) { fn(t, b.Open) })
+	}
+}
+
+// OpenPostgres opens a store in a fresh database of the test package's
+// PostgreSQL (pgtest.Database: the package's TestMain must call
+// pgtest.Main), checked and closed at cleanup like Open's.
+func OpenPostgres(t testing.TB) *kv.Store {
+	t.Helper()
+	st, err := kv.OpenPostgres(context.Background(), pgtest.Database(t), kv.PostgresOptions{})
+	if err != nil {
+		t.Fatalf("kvtest: open store in PostgreSQL: %v", err)
+	}
+	cleanup(t, st)
+	return st
+}
 
 // Open opens a fresh store in t.TempDir(). At cleanup it runs store.Check()
 // and fails the test if any invariant is violated (a key without an owner, a
@@ -21,6 +58,11 @@ func Open(t testing.TB) *kv.Store {
 	if err != nil {
 		t.Fatalf("kvtest: open store: %v", err)
 	}
+	cleanup(t, st)
+	return st
+}
+
+func cleanup(t testing.TB, st *kv.Store) {
 	t.Cleanup(func() {
 		if err := st.Check(); err != nil {
 			t.Errorf("kvtest: store invariants violated at cleanup:\n%v", err)
@@ -29,5 +71,4 @@ func Open(t testing.TB) *kv.Store {
 			t.Errorf("kvtest: close store: %v", err)
 		}
 	})
-	return st
 }
