@@ -73,10 +73,17 @@ type PostgresOptions struct {
 	MaxConns int32
 }
 
-// IsPostgres reports whether records names a PostgreSQL database
-// (postgres:// or postgresql://) rather than a data directory.
-func IsPostgres(records string) bool {
-	return strings.HasPrefix(records, "postgres://") || strings.HasPrefix(records, "postgresql://")
+// RecordsInPostgres reads a --records value (HINDSIGHT_RECORDS): true for
+// a PostgreSQL address (postgres:// or postgresql://), false for "" (the
+// bbolt file in the data directory), an error for anything else.
+func RecordsInPostgres(records string) (bool, error) {
+	switch {
+	case records == "":
+		return false, nil
+	case strings.HasPrefix(records, "postgres://") || strings.HasPrefix(records, "postgresql://"):
+		return true, nil
+	}
+	return false, fmt.Errorf("HINDSIGHT_RECORDS (--records): want a PostgreSQL address, postgres://user:password@host:port/database, or nothing for the bbolt file in the data directory")
 }
 
 // OpenPostgres opens the store in the PostgreSQL database dsn names
