@@ -270,4 +270,3 @@ func TestRecordsInPostgres(t *testing.T) {
 		}
 	}
 }
-
