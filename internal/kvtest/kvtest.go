@@ -9,6 +9,7 @@ package kvtest
 
 import (
 	"context"
+	"os"
 	"testing"
 
 	"github.com/hindsight-dev/hindsight/internal/pgtest"
@@ -23,7 +24,7 @@ type Backend struct {
 
 // Backends are the stores the records can be kept in: a bbolt file, and
 // PostgreSQL (skipped, loudly, without it; see pgtest).
-func Backends() []Backend { return []Backend{{"bbolt", Open}, {"postgres", OpenPostgres}} }
+func Backends() []Backend { return []Backend{{"bbolt", OpenBolt}, {"postgres", OpenPostgres}} }
 
 // Each runs fn as a subtest for each backend, with the opener of its stores.
 func Each(t *testing.T, fn func(t *testing.T, open func(testing.TB) *kv.Store)) {
@@ -45,7 +46,13 @@ func OpenPostgres(t testing.TB) *kv.Store {
 	return st
 }
 
-// Open opens a fresh store in t.TempDir(). At cleanup it runs store.Check()
+// EnvRecords: "postgres" makes Open open its stores in PostgreSQL
+// (OpenPostgres), so a package's tests run against that store; the
+// package's TestMain must then call pgtest.Main.
+const EnvRecords = "HINDSIGHT_TEST_RECORDS"
+
+// Open opens a fresh store in t.TempDir() (in PostgreSQL when
+// HINDSIGHT_TEST_RECORDS=postgres). At cleanup it runs store.Check()
 // and fails the test if any invariant is violated (a key without an owner, a
 // stale index entry, an outbox entry naming no session, a messageCount that
 // differs from the stored messages), then closes the store.
@@ -53,6 +60,16 @@ func OpenPostgres(t testing.TB) *kv.Store {
 // Cleanups run last-registered first, so anything the test registers after
 // Open (an httptest.Server, say) is shut down before the check runs.
 func Open(t testing.TB) *kv.Store {
+	t.Helper()
+	if os.Getenv(EnvRecords) == "postgres" {
+		return OpenPostgres(t)
+	}
+	return OpenBolt(t)
+}
+
+// OpenBolt opens a fresh bbolt store in t.TempDir(), checked and closed at
+// cleanup like Open's.
+func OpenBolt(t testing.TB) *kv.Store {
 	t.Helper()
 	st, err := kv.Open(t.TempDir(), kv.Options{})
 	if err != nil {

@@ -272,9 +272,10 @@ func skipWithout(t testing.TB) {
 // The package's shared server, started by the first Shared call and
 // removed by Main.
 var shared struct {
-	mu  sync.Mutex
-	srv *Server
-	err error // a failed start is not retried
+	mu   sync.Mutex
+	main bool // Main (or Run) is running the tests: someone will stop the server
+	srv  *Server
+	err  error // a failed start is not retried
 }
 
 // Shared returns the test package's server, starting it on first use. The
@@ -285,6 +286,9 @@ func Shared(t testing.TB) *Server {
 	skipWithout(t)
 	shared.mu.Lock()
 	defer shared.mu.Unlock()
+	if !shared.main {
+		t.Fatalf("pgtest.Shared: the package's TestMain must call pgtest.Main (or Run), which stops the server; none does")
+	}
 	if shared.srv == nil && shared.err == nil {
 		shared.srv, shared.err = Launch(context.Background())
 	}
@@ -314,6 +318,9 @@ func Main(m *testing.M) {
 
 // Run is Main without the exit, for a TestMain that has more to stop.
 func Run(m *testing.M) int {
+	shared.mu.Lock()
+	shared.main = true
+	shared.mu.Unlock()
 	code := m.Run()
 	shared.mu.Lock()
 	srv := shared.srv
