@@ -270,3 +270,47 @@ func TestRecordsInPostgres(t *testing.T) {
 		}
 	}
 }
+
+// TestPostgresTwoNodes: two stores on one database (two Hindsight nodes)
+// read each other's acknowledged writes at once, and their concurrent
+// read-modify-writes of one record all land (conflicts retried).
+func TestPostgresTwoNodes(t *testing.T) {
+	dsn := pgtest.Database(t)
+	a, b := openPG(t, dsn, nil), openPG(t, dsn, nil)
+	defer a.Close()
+	defer b.Close()
+	u := createUsers(t, a, 1)[0]
+	if err := b.View(ctx, func(tx *kv.Tx) error { _, err := tx.User(u.ID); return err }); err != nil {
+		t.Fatalf("node b reads the user node a acknowledged: %v", err)
+	}
+	const each = 10
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*each)
+	for _, st := range []*kv.Store{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				errs <- st.Commit(ctx, func(tx *kv.Tx) error {
+					n, _ := strconv.Atoi(string(tx.Meta("counter")))
+					return tx.SetMeta("counter", []byte(strconv.Itoa(n+1)))
+				})
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, st := range []*kv.Store{a, b} {
+		_ = st.View(ctx, func(tx *kv.Tx) error {
+			if got := string(tx.Meta("counter")); got != strconv.Itoa(2*each) {
+				t.Errorf("counter = %s, want %d", got, 2*each)
+			}
+			return nil
+		})
+	}
+}
