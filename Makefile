@@ -9,7 +9,7 @@ MODEL_DIR ?= $(CURDIR)/.cache/models/use-lite
 # missing one fails make test rather than skipping.
 DATASETS  ?= $(abspath $(CURDIR)/../shared/datasets)
 
-.PHONY: test vet unit model weaviate chromium fmt-check build compose-test
+.PHONY: test vet unit model weaviate chromium postgres fmt-check build compose-test
 
 # Every test runs under the race detector, except data-correctness tests
 # that check what the detector cannot change at three to ten times the cost
@@ -28,14 +28,14 @@ DATASETS  ?= $(abspath $(CURDIR)/../shared/datasets)
 # test reads are listed in README.md's Testing.
 NORACE_TESTS = ^(TestRankingGoldens|TestSearchMatchesReference|TestTenantStatistics|TestPruningMatchesExhaustive|TestPrunedEqualsExhaustiveRandom|TestCodesRecallAgainstExactScan|TestCodesRecallLooseClusters|TestCodesMemoryPerVector|TestNearestAgreesWithEmbedded10k|TestImportRealTranscripts|TestExportStreamingMemory)$$
 NORACE_PKGS  = ./index ./vectors ./vectors/weaviate ./cmd/hindsight ./httpd
-test: fmt-check vet model weaviate chromium
+test: fmt-check vet model weaviate chromium postgres
 	@norace=$$(mktemp); trap 'rm -f $$norace' EXIT; \
 	( HINDSIGHT_DATASETS=$(DATASETS) HINDSIGHT_REQUIRE_DATASETS=1 \
 	  HINDSIGHT_WEAVIATE_BIN=$$(bash scripts/weaviate.sh path) HINDSIGHT_REQUIRE_WEAVIATE=1 \
 	  $(GO) test -count=1 -timeout 20m -run '$(NORACE_TESTS)' $(NORACE_PKGS) >$$norace 2>&1 ) & pid=$$!; \
 	HINDSIGHT_MODEL_DIR=$(MODEL_DIR) HINDSIGHT_REQUIRE_MODEL=1 \
 	HINDSIGHT_WEAVIATE_BIN=$$(bash scripts/weaviate.sh path) HINDSIGHT_REQUIRE_WEAVIATE=1 \
-	HINDSIGHT_REQUIRE_NPM=1 HINDSIGHT_REQUIRE_BROWSER=1 HINDSIGHT_REQUIRE_MOUNT=1 \
+	HINDSIGHT_REQUIRE_NPM=1 HINDSIGHT_REQUIRE_BROWSER=1 HINDSIGHT_REQUIRE_MOUNT=1 HINDSIGHT_REQUIRE_POSTGRES=1 \
 	HINDSIGHT_DATASETS=$(DATASETS) HINDSIGHT_REQUIRE_DATASETS=1 \
 	$(GO) test -race -count=1 -timeout 20m ./...; race=$$?; \
 	wait $$pid; norace_rc=$$?; \
@@ -69,6 +69,10 @@ weaviate:
 # Debian's chromium for the dashboard's browser tests (apt-get, only when /usr/bin/chromium is missing).
 chromium:
 	bash scripts/install-chromium.sh
+
+# Debian's postgresql for the record store's PostgreSQL tests (apt-get, only when initdb is missing).
+postgres:
+	bash scripts/install-postgres.sh
 
 # Opt-in: the real docker compose stack (needs a Docker engine).
 compose-test:

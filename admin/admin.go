@@ -110,6 +110,26 @@ func With(ctx context.Context, dir string, cost int, fn func(Ops) error) error {
 	return fn(rc)
 }
 
+// WithRecords is With for the records a --records value names
+// (kv.RecordsInPostgres): in PostgreSQL fn runs on the database directly,
+// beside any running server (nothing is locked: every node and command
+// writes to it at once); unset, With on the bbolt file in dir.
+func WithRecords(ctx context.Context, records, dir string, cost int, fn func(Ops) error) error {
+	pg, err := kv.RecordsInPostgres(records)
+	if err != nil {
+		return err
+	}
+	if !pg {
+		return With(ctx, dir, cost, fn)
+	}
+	st, err := kv.OpenPostgres(ctx, records, kv.PostgresOptions{})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return fn(Local(st, accounts.New(st, nil), cost))
+}
+
 // Redacter rewrites the stored records with the running server's redactor
 // (ingest.Service.RedactStored); nil when the server does not redact.
 type Redacter func(context.Context, ingest.RedactStoredOptions) (ingest.RedactStoredResult, error)

@@ -28,8 +28,12 @@ import (
 
 // Config is everything the commands read from flags and the environment.
 type Config struct {
-	Addr      string // HINDSIGHT_ADDR, --addr
-	Data      string // HINDSIGHT_DATA, --data
+	Addr string // HINDSIGHT_ADDR, --addr
+	Data string // HINDSIGHT_DATA, --data
+	// Records is where users, keys, sessions and messages are kept:
+	// "" for the bbolt file in Data, or a PostgreSQL address
+	// (postgres://...). Package kv checks it (kv.RecordsInPostgres).
+	Records   string `json:"-"` // HINDSIGHT_RECORDS, --records: may hold a password
 	Limits    Limits
 	Rate      float64 // HINDSIGHT_RATE_LIMIT, --rate-limit: per key per second; 0 = off
 	Burst     int     // HINDSIGHT_RATE_BURST, --rate-burst
@@ -302,6 +306,17 @@ func (l *Loader) Data(c *Config) {
 	l.str(&c.Data, "data", "HINDSIGHT_DATA", "data directory")
 }
 
+// Records binds --records (HINDSIGHT_RECORDS), which the commands that
+// read or write users, keys and sessions take.
+// The flag's default is shown empty in --help even when the variable is
+// set: the address may hold a password.
+func (l *Loader) Records(c *Config) {
+	l.fs.StringVar(&c.Records, "records", "", "where users, keys and sessions are kept: a PostgreSQL address, postgres://user:password@host:port/db; unset: the bbolt file in the data directory (env HINDSIGHT_RECORDS)")
+	if v, ok := l.lookup("HINDSIGHT_RECORDS"); ok {
+		c.Records = v
+	}
+}
+
 // Addr binds --addr (HINDSIGHT_ADDR) with the given help text.
 func (l *Loader) Addr(c *Config, usage string) {
 	l.str(&c.Addr, "addr", "HINDSIGHT_ADDR", usage)
@@ -312,6 +327,7 @@ func (l *Loader) Addr(c *Config, usage string) {
 func (l *Loader) Serve(c *Config) {
 	l.Addr(c, "listen address")
 	l.Data(c)
+	l.Records(c)
 	l.integer(&c.Limits.MaxBody, "max-body-bytes", "HINDSIGHT_MAX_BODY_BYTES", "largest request body; larger ones get 413", 1024, "a whole number of bytes, at least 1024")
 	l.intField(&c.Limits.MaxBatchEntries, "max-batch-entries", "HINDSIGHT_MAX_BATCH_ENTRIES", "most sessions+messages in one /sync/batch", 1, "a whole number, at least 1")
 	l.intField(&c.Limits.MaxPartBytes, "max-part-bytes", "HINDSIGHT_MAX_PART_BYTES", "largest message part or textContent", 1, "a whole number of bytes, at least 1")
@@ -488,5 +504,6 @@ func (c Config) Redacted() Config {
 	c.Semantic.OpenAIBaseURL = redactURL(c.Semantic.OpenAIBaseURL)
 	c.Semantic.WeaviateURL = redactURL(c.Semantic.WeaviateURL)
 	c.ServerURL = redactURL(c.ServerURL)
+	c.Records = redactURL(c.Records)
 	return c
 }

@@ -137,6 +137,38 @@ func TestHelpNamesVariables(t *testing.T) {
 	}
 }
 
+// --records comes from HINDSIGHT_RECORDS unless the flag is given; --help
+// never shows the address (it may hold a password), Redacted hides its
+// password.
+func TestRecords(t *testing.T) {
+	const dsn = "postgres://hs:pw-secret@db.example:5432/hindsight"
+	env := map[string]string{"HINDSIGHT_RECORDS": dsn}
+	if c, err := load(env); err != nil || c.Records != dsn {
+		t.Errorf("env: Records = %q, %v; want %q", c.Records, err, dsn)
+	}
+	if c, err := load(env, "--records", "postgres://other/db"); err != nil || c.Records != "postgres://other/db" {
+		t.Errorf("flag over env: Records = %q, %v", c.Records, err)
+	}
+	if c, err := load(nil); err != nil || c.Records != "" {
+		t.Errorf("default: Records = %q, %v; want empty (the bbolt file)", c.Records, err)
+	}
+	c := config.Default()
+	var out bytes.Buffer
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(&out)
+	config.NewLoader(fs, config.MapEnv(env), checks()).Serve(&c)
+	if err := fs.Parse([]string{"--help"}); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("--help: %v", err)
+	}
+	if !strings.Contains(out.String(), "env HINDSIGHT_RECORDS") || strings.Contains(out.String(), "pw-secret") {
+		t.Errorf("help must name HINDSIGHT_RECORDS and never show its password:\n%s", out.String())
+	}
+	c.Records = dsn
+	if r := c.Redacted(); strings.Contains(r.Records, "pw-secret") || !strings.Contains(r.Records, "db.example") {
+		t.Errorf("Redacted().Records = %q", r.Records)
+	}
+}
+
 func TestRedacted(t *testing.T) {
 	c := config.Default()
 	c.Semantic.OpenAIKey = "sk-live-123"

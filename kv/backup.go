@@ -28,12 +28,20 @@ const (
 	backupTrailerLen = len(backupMagic) + 8 + sha256.Size
 )
 
+// ErrBackupInPostgres is Backup's error when the records are in
+// PostgreSQL, whose own tools copy a database consistently while it runs.
+var ErrBackupInPostgres = errors.New("the records are in PostgreSQL: back them up with pg_dump and restore them with pg_restore (see README, \"Records in PostgreSQL\")")
+
 // Backup writes a consistent copy of the whole file to w from one read
 // transaction, so writers keep going while it runs, and the trailer
-// described above. It returns the bytes written.
+// described above. It returns the bytes written. ErrBackupInPostgres when
+// the records are in PostgreSQL.
 func (s *Store) Backup(ctx context.Context, w io.Writer) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
+	}
+	if s.db == nil {
+		return 0, ErrBackupInPostgres
 	}
 	h := sha256.New()
 	var n int64

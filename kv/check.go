@@ -2,11 +2,10 @@ package kv
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // Check verifies the store's invariants: every user-data key starts with an
@@ -16,8 +15,8 @@ import (
 // names a live session. Tests run it at
 // cleanup; operators can run it after a restore.
 func (s *Store) Check() error {
-	return s.db.View(func(btx *bolt.Tx) error {
-		tx := &Tx{tx: btx, codec: s.codec.Load()}
+	return s.be.view(context.Background(), func(t txn) error {
+		tx := &Tx{t: t, codec: s.codec.Load()}
 		var errs []error
 		fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 		users := tx.bucket(bucketUsers)
@@ -102,7 +101,7 @@ func (s *Store) Check() error {
 			}
 			return nil
 		})
-		if n, m, d := tx.bucket(bucketOrder).Stats().KeyN, tx.bucket(bucketSessions).Stats().KeyN, tx.PendingPurges(); n != m-d {
+		if n, m, d := tx.bucket(bucketOrder).KeyN(), tx.bucket(bucketSessions).KeyN(), tx.PendingPurges(); n != m-d {
 			fail("order index has %d entries for %d live sessions", n, m-d)
 		}
 		for _, q := range []Queue{SearchQueue, ChunkQueue} {

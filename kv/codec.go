@@ -1,13 +1,13 @@
 package kv
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
-	bolt "go.etcd.io/bbolt"
 )
 
 // Messages are most of the file, and JSON text compresses well, so message
@@ -85,10 +85,10 @@ func newCodec(dictID uint32, dict []byte) (*codec, error) {
 
 // loadCodec returns the codec for the dictionary stored in btx (none if
 // there is none yet).
-func loadCodec(btx *bolt.Tx) (*codec, error) {
+func loadCodec(t txn) (*codec, error) {
 	var id uint32
 	var dict []byte
-	if b := btx.Bucket(bucketMeta); b != nil {
+	if b := t.bucket(bucketMeta); b != nil {
 		if v := b.Get([]byte(metaDict)); len(v) > 4 {
 			id, dict = binary.BigEndian.Uint32(v), append([]byte(nil), v[4:]...)
 		}
@@ -189,8 +189,8 @@ func (s *Store) takeDictionary() {
 	if err != nil {
 		return
 	}
-	err = s.db.Update(func(btx *bolt.Tx) error {
-		return btx.Bucket(bucketMeta).Put([]byte(metaDict), append(binary.BigEndian.AppendUint32(nil, id), dict...))
+	err = s.be.update(context.Background(), func(t txn) error {
+		return t.bucket(bucketMeta).Put([]byte(metaDict), append(binary.BigEndian.AppendUint32(nil, id), dict...))
 	})
 	if err != nil {
 		return

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // DeleteSession makes a session disappear for every reader at once: the
@@ -41,7 +39,7 @@ func (tx *Tx) DeleteSession(userID, sessionID string) error {
 }
 
 // PendingPurges reports how many deleted sessions still have records.
-func (tx *Tx) PendingPurges() int { return tx.bucket(bucketPurge).Stats().KeyN }
+func (tx *Tx) PendingPurges() int { return tx.bucket(bucketPurge).KeyN() }
 
 // PurgeStep removes up to limit records of deleted sessions (messages first,
 // the tombstone last) in one transaction and returns how many it removed; 0
@@ -97,7 +95,7 @@ func (s *Store) PurgeStep(ctx context.Context, limit int) (int, error) {
 func (tx *Tx) purgeMessages(prefix []byte, limit int) (int, bool, error) {
 	msgs, ext := tx.bucket(bucketMessages), tx.bucket(bucketMsgExt)
 	n := 0
-	for _, b := range []*bolt.Bucket{msgs, ext} {
+	for _, b := range []bucket{msgs, ext} {
 		c := b.Cursor()
 		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Seek(prefix) {
 			if n == limit {

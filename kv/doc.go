@@ -1,5 +1,14 @@
 // Package kv is Hindsight's system of record: users, API keys, sessions, messages
-// and the indexing outbox, kept in one bbolt file.
+// and the indexing outbox, kept in one bbolt file ([Open]) or in a PostgreSQL
+// database ([OpenPostgres]).
+//
+// # Two stores, one contract
+//
+// [Tx] reads and writes named buckets of ordered keys through a small
+// backend (backend.go): bbolt's own buckets, or one PostgreSQL table that
+// holds every bucket's keys in the same order (postgres.go). Everything
+// below holds for both; where they differ, the doc of [Store.Commit] and
+// postgres.go say how. The tests run against both (internal/kvtest.Each).
 //
 // # Basics
 //

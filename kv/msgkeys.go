@@ -3,8 +3,6 @@ package kv
 import (
 	"encoding/binary"
 	"fmt"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // Where a session's messages sit in the key order.
@@ -68,7 +66,7 @@ func (tx *Tx) msgPrefix(userID, sessionID string, create bool) ([]byte, error) {
 		}
 		p = cat([]byte(userID), num)
 	}
-	if tx.tx.Writable() {
+	if tx.t.writable() {
 		// The committer is the one goroutine of a write transaction; read
 		// transactions may be shared, so they look the number up each time.
 		if tx.prefixes == nil {
@@ -81,7 +79,7 @@ func (tx *Tx) msgPrefix(userID, sessionID string, create bool) ([]byte, error) {
 
 // getNum returns the session number stored under key (nil if none, or in a
 // file of an older version, which has no such bucket).
-func getNum(nums *bolt.Bucket, key []byte) []byte {
+func getNum(nums bucket, key []byte) []byte {
 	if nums == nil {
 		return nil
 	}

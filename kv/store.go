@@ -63,10 +63,19 @@ type Options struct {
 	MaxGroup int
 }
 
-// Store is the bbolt-backed record store. It is safe for concurrent use.
+// Store is the record store, in a bbolt file ([Open]) or in PostgreSQL
+// ([OpenPostgres]). It is safe for concurrent use.
 type Store struct {
-	db   *bolt.DB
-	path string
+	be   backend
+	db   *bolt.DB // the bbolt file; nil when the records are in PostgreSQL
+	path string   // the bbolt file's path; "" in PostgreSQL
+	// pg is the PostgreSQL backend (nil for a bbolt file). It commits each
+	// write in a transaction of its own, on the caller's goroutine: the
+	// database orders concurrent writers, so there is no committer.
+	pg *pgBackend
+	// inflight counts the PostgreSQL commits under way, so Close waits
+	// for them before closing the pool.
+	inflight sync.WaitGroup
 	// codec compresses message records; it changes once, when the store
 	// takes a dictionary (takeDictionary, on the committer).
 	codec     atomic.Pointer[codec]
@@ -141,26 +150,35 @@ func Open(dir string, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("init buckets: %w", err)
 		}
 	}
-	var cd *codec
-	if err := db.View(func(btx *bolt.Tx) error {
-		var err error
-		cd, err = loadCodec(btx)
-		return err
-	}); err != nil {
+	be := boltBackend{db}
+	cd, err := readCodec(context.Background(), be)
+	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	s := &Store{db: db, path: path, calls: make(chan *call, 4096), urgent: make(chan *call, 1024), stop: make(chan struct{}), group: opts.MaxGroup}
+	s := &Store{be: be, db: db, path: path, calls: make(chan *call, 4096), urgent: make(chan *call, 1024), stop: make(chan struct{}), group: opts.MaxGroup}
 	s.codec.Store(cd)
 	s.wg.Add(1)
 	go s.committer()
 	return s, nil
 }
 
-// Path is the bbolt file's path.
+// readCodec returns the codec for the dictionary the store holds.
+func readCodec(ctx context.Context, be backend) (*codec, error) {
+	var cd *codec
+	err := be.view(ctx, func(t txn) error {
+		var err error
+		cd, err = loadCodec(t)
+		return err
+	})
+	return cd, err
+}
+
+// Path is the bbolt file's path, "" when the records are in PostgreSQL.
 func (s *Store) Path() string { return s.path }
 
-// Close waits for pending commits and closes the file. Safe to call twice.
+// Close waits for pending commits and closes the file (or the connections
+// to PostgreSQL). Safe to call twice.
 func (s *Store) Close() error {
 	var err error
 	s.once.Do(func() {
@@ -169,7 +187,8 @@ func (s *Store) Close() error {
 		s.mu.Unlock()
 		close(s.stop)
 		s.wg.Wait()
-		err = s.db.Close()
+		s.inflight.Wait()
+		err = s.be.close()
 	})
 	return err
 }
@@ -181,7 +200,7 @@ func (s *Store) View(ctx context.Context, fn func(*Tx) error) error {
 		return err
 	}
 	begun := time.Now()
-	return s.db.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx, codec: s.codec.Load(), begun: begun}) })
+	return s.be.view(ctx, func(t txn) error { return fn(&Tx{t: t, codec: s.codec.Load(), begun: begun}) })
 }
 
 // Commit runs fn in a read-write transaction and returns once that transaction
@@ -191,6 +210,11 @@ func (s *Store) View(ctx context.Context, fn func(*Tx) error) error {
 // *PanicError. Like bbolt's Batch, fn may run more than once (when it or
 // another fn of the same group fails), so it must reset any state it
 // computes on every run.
+//
+// In PostgreSQL each Commit is a SERIALIZABLE transaction of its own, and
+// fn runs again, in a new transaction, when the database aborts it for a
+// serialization failure or a deadlock with another writer (on this node or
+// another): the same contract, fn may run more than once.
 func (s *Store) Commit(ctx context.Context, fn func(*Tx) error) error {
 	return s.commit(ctx, s.calls, fn)
 }
@@ -208,6 +232,9 @@ func (s *Store) CommitFirst(ctx context.Context, fn func(*Tx) error) error {
 func (s *Store) commit(ctx context.Context, queue chan *call, fn func(*Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if s.pg != nil {
+		return s.commitPostgres(ctx, fn)
 	}
 	c := &call{fn: fn, done: make(chan error, 1)}
 	s.mu.RLock()
@@ -302,9 +329,8 @@ func (s *Store) run(group []*call) {
 	var alone []*call
 	for len(group) > 0 {
 		failed := -1
-		err := s.db.Update(func(btx *bolt.Tx) error {
-			tx := &Tx{tx: btx, codec: s.codec.Load()}
-			tx.tune()
+		err := s.be.update(context.Background(), func(t txn) error {
+			tx := &Tx{t: t, codec: s.codec.Load()}
 			for i, c := range group {
 				if err := safely(c.fn, tx); err != nil {
 					failed = i
@@ -362,43 +388,11 @@ func safely(fn func(*Tx) error, tx *Tx) (err error) {
 // Tx is a transaction handle passed to View and Commit callbacks. It must not
 // be used after the callback returns.
 type Tx struct {
-	tx    *bolt.Tx
+	t     txn
 	codec *codec
 	begun time.Time // when View was called (zero in write transactions)
 	// prefixes caches msgPrefix in write transactions: uid+sid -> prefix.
 	prefixes map[string][]byte
 }
 
-func (tx *Tx) bucket(name []byte) *bolt.Bucket { return tx.tx.Bucket(name) }
-
-// How full bbolt packs a bucket's pages when it splits them. bbolt's
-// default, half full, leaves room for keys that land in the middle of a
-// page; a fuller split suits keys that arrive in order, and leaves pages
-// that are split again and again when they do not. Message keys arrive in
-// order (msgkeys.go: a session's number, then seq, both only grow), so
-// messages are packed full. msgext keys are in order per session but a
-// session's external ids are not, and a live sync adds them one at a time,
-// so its pages keep a little room. The ordering index grows at the end
-// when sessions are written live (updatedAt is now); an import with
-// historical dates writes into the middle, so it too keeps some. Measured
-// on 10,000 generated sessions (bytes of pages allocated, keys by session
-// number): messages 49.8 MB at 0.9, 44.7 MB at 1.0; msgext 16.9 MB at 0.8,
-// 15.1 MB at 0.9, 13.7 MB at 1.0.
-const (
-	messageFill = 1.0
-	msgExtFill  = 0.9
-	orderFill   = 0.9
-)
-
-// tune sets the fill of the buckets above for this write transaction
-// (bbolt keeps the setting on the transaction's bucket handle).
-func (tx *Tx) tune() {
-	for _, b := range []struct {
-		name []byte
-		fill float64
-	}{{bucketMessages, messageFill}, {bucketMsgExt, msgExtFill}, {bucketOrder, orderFill}} {
-		if bk := tx.bucket(b.name); bk != nil {
-			bk.FillPercent = b.fill
-		}
-	}
-}
+func (tx *Tx) bucket(name []byte) bucket { return tx.t.bucket(name) }

@@ -231,7 +231,7 @@ func (tx *Tx) checkTombstones() error {
 		}
 		return nil
 	})
-	if n, m := order.Stats().KeyN, b.Stats().KeyN; n != m {
+	if n, m := order.KeyN(), b.KeyN(); n != m {
 		errs = append(errs, fmt.Errorf("tombstone order index has %d entries for %d tombstones", n, m))
 	}
 	return errors.Join(errs...)

@@ -9,8 +9,6 @@ import (
 	"slices"
 	"sort"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 func get[T any](b interface{ Get([]byte) []byte }, key []byte) (T, error) {
@@ -533,7 +531,7 @@ func (tx *Tx) OldestDirty(q Queue, limit int) []Dirty {
 // QueueLen is the number of entries in queue q, live or not. It walks
 // the queue's pages; Queued says whether there is one.
 func (tx *Tx) QueueLen(q Queue) int {
-	return tx.bucket(q.bucket()).Stats().KeyN
+	return tx.bucket(q.bucket()).KeyN()
 }
 
 // Queued reports whether queue q holds an entry, live or not.
@@ -545,7 +543,7 @@ func (tx *Tx) Queued(q Queue) bool {
 // rankWaiting returns, oldest first, up to limit (0 = all) of the entries
 // whose keys c visits; their values are read from entries when it is not
 // nil (c walks a live lane), else from c.
-func rankWaiting(c *bolt.Cursor, entries *bolt.Bucket, limit int) waitingHeap {
+func rankWaiting(c cursor, entries bucket, limit int) waitingHeap {
 	// With a limit, a max-heap of the limit oldest entries seen so far:
 	// a backlog of 100,000 entries is scanned, not copied and sorted.
 	var h waitingHeap

@@ -99,6 +99,22 @@ func OpenStore(dir string) (*kv.Store, error) {
 	return st, err
 }
 
+// OpenRecords opens the records cfg names: the PostgreSQL database of
+// cfg.Records (schema migrations applied, each logged), or, when it is
+// unset, the bbolt file in cfg.Data (OpenStore).
+func OpenRecords(ctx context.Context, cfg config.Config, log zerolog.Logger) (*kv.Store, error) {
+	pg, err := kv.RecordsInPostgres(cfg.Records)
+	if err != nil {
+		return nil, err
+	}
+	if !pg {
+		return OpenStore(cfg.Data)
+	}
+	return kv.OpenPostgres(ctx, cfg.Records, kv.PostgresOptions{
+		Logf: func(format string, args ...any) { log.Info().Msgf(format, args...) },
+	})
+}
+
 // New opens cfg.Data and wires every part. Nothing runs until Background
 // or Run; Close releases it all.
 func New(ctx context.Context, cfg config.Config, log zerolog.Logger) (*Server, error) {
@@ -110,7 +126,7 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger) (*Server, e
 	if err != nil {
 		return nil, &config.Error{Name: "HINDSIGHT_EXCLUDE_PROJECTS (--exclude-projects)", Value: cfg.ExcludeProjects, Want: "glob patterns: " + err.Error()}
 	}
-	st, err := OpenStore(cfg.Data)
+	st, err := OpenRecords(ctx, cfg, log)
 	if err != nil {
 		return nil, err
 	}

@@ -237,7 +237,7 @@ func (s *Server) textReadiness(ctx context.Context) []string {
 // stays meaningful; a session written by a server started in between is
 // on the outbox, which the end of the reindex drains.
 func Reindex(ctx context.Context, cfg config.Config, onProgress func(done, total int)) (sessions, chunks uint64, err error) {
-	st, err := OpenStore(cfg.Data)
+	st, err := OpenRecords(ctx, cfg, zerolog.Nop())
 	if err != nil {
 		return 0, 0, fmt.Errorf("%w\nstop the server first (it also rebuilds a missing index at start)", err)
 	}

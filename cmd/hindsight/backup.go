@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -22,10 +23,14 @@ func cmdBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	cfg := config.Default()
 	fs := cli.NewFlags("backup", "backup --out FILE [--data DIR]", stderr)
 	out := fs.String("out", "", "file to write the backup to (required; must not exist)")
-	if pos, err := loadFlags(fs, args, func(ld *config.Loader) { ld.Data(&cfg) }); err != nil {
+	if pos, err := loadFlags(fs, args, func(ld *config.Loader) { ld.Data(&cfg); ld.Records(&cfg) }); err != nil {
 		return err
 	} else if len(pos) > 0 || *out == "" {
 		return cli.Usage("usage: hindsight backup --out FILE [--data DIR]")
+	}
+	// Records in PostgreSQL are the database's to copy (pg_dump).
+	if pg, err := kv.RecordsInPostgres(cfg.Records); err != nil || pg {
+		return fmt.Errorf("backup: %w", cmp.Or(err, kv.ErrBackupInPostgres))
 	}
 	if _, err := os.Stat(*out); err == nil {
 		return fmt.Errorf("backup: %s exists; choose a new file", *out)

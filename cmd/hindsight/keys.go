@@ -11,9 +11,9 @@ import (
 	"github.com/hindsight-dev/hindsight/config"
 )
 
-const keysUsage = `keys create --user NAME [--label TEXT] [--data DIR]   issue a key (printed once, last line of stdout)
-       keys list --user NAME [--data DIR]                   list a user's keys
-       keys revoke PREFIX [--data DIR]                      revoke the key with this prefix`
+const keysUsage = `keys create --user NAME [--label TEXT] [--data DIR|--records URL] issue a key (printed once, last line of stdout)
+       keys list --user NAME [--data DIR|--records URL]                 list a user's keys
+       keys revoke PREFIX [--data DIR|--records URL]                    revoke the key with this prefix`
 
 func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
@@ -24,7 +24,7 @@ func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := cli.NewFlags("keys", keysUsage, stderr)
 	user := fs.String("user", "", "user name")
 	label := fs.String("label", "", "a label to recognise the key by (create)")
-	pos, err := loadFlags(fs, args[1:], func(ld *config.Loader) { ld.Data(&cfg) })
+	pos, err := loadFlags(fs, args[1:], func(ld *config.Loader) { ld.Data(&cfg); ld.Records(&cfg) })
 	if err != nil {
 		return err
 	}
@@ -33,7 +33,7 @@ func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if *user == "" || len(pos) != 0 {
 			return cli.Usage("usage: hindsight keys create --user NAME [--label TEXT]")
 		}
-		return admin.With(ctx, cfg.Data, passwordCost, func(ops admin.Ops) error {
+		return admin.WithRecords(ctx, cfg.Records, cfg.Data, passwordCost, func(ops admin.Ops) error {
 			key, rec, err := ops.CreateKey(ctx, *user, *label)
 			if err != nil {
 				return err
@@ -45,7 +45,7 @@ func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if *user == "" || len(pos) != 0 {
 			return cli.Usage("usage: hindsight keys list --user NAME")
 		}
-		return admin.With(ctx, cfg.Data, passwordCost, func(ops admin.Ops) error {
+		return admin.WithRecords(ctx, cfg.Records, cfg.Data, passwordCost, func(ops admin.Ops) error {
 			ks, err := ops.Keys(ctx, *user)
 			if err != nil {
 				return err
@@ -65,7 +65,7 @@ func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if len(pos) != 1 {
 			return cli.Usage("usage: hindsight keys revoke PREFIX")
 		}
-		return admin.With(ctx, cfg.Data, passwordCost, func(ops admin.Ops) error {
+		return admin.WithRecords(ctx, cfg.Records, cfg.Data, passwordCost, func(ops admin.Ops) error {
 			k, err := ops.Revoke(ctx, pos[0])
 			if err != nil {
 				return fmt.Errorf("revoke: %w", err)

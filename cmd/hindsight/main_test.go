@@ -16,6 +16,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/hindsight-dev/hindsight/internal/openaitest"
+	"github.com/hindsight-dev/hindsight/internal/pgtest"
 )
 
 // TestMain lets a test re-run this binary as `hindsight` in a child process
@@ -39,7 +40,7 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	os.Exit(pgtest.Run(m)) // and stop the shared PostgreSQL (pgtest.Shared)
 }
 
 // child is a `hindsight serve` running in its own process.

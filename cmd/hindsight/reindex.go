@@ -17,8 +17,9 @@ import (
 // index by itself at start anyway.
 func cmdReindex(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg := config.Default()
-	if pos, err := loadFlags(cli.NewFlags("reindex", "reindex [--data DIR] [--text-index bleve|weaviate]", stderr), args, func(ld *config.Loader) {
+	if pos, err := loadFlags(cli.NewFlags("reindex", "reindex [--data DIR] [--records URL] [--text-index bleve|weaviate]", stderr), args, func(ld *config.Loader) {
 		ld.Data(&cfg)
+		ld.Records(&cfg)
 		ld.Semantic(&cfg) // WEAVIATE_URL, WEAVIATE_API_KEY
 		ld.TextIndex(&cfg)
 	}); err != nil {

@@ -19,9 +19,9 @@ import (
 	"github.com/hindsight-dev/hindsight/config"
 )
 
-const usersUsage = `users create NAME [--password-stdin] [--data DIR]   add a user (asks for a dashboard password on a terminal)
-       users password NAME [--password-stdin] [--data DIR] set a user's dashboard password
-       users list [--data DIR]                             list users`
+const usersUsage = `users create NAME [--password-stdin] [--data DIR|--records URL]   add a user (asks for a dashboard password on a terminal)
+       users password NAME [--password-stdin] [--data DIR|--records URL] set a user's dashboard password
+       users list [--data DIR|--records URL]                             list users`
 
 func cmdUsers(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
@@ -31,7 +31,7 @@ func cmdUsers(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cfg := config.Default()
 	fs := cli.NewFlags("users", usersUsage, stderr)
 	fromStdin := fs.Bool("password-stdin", false, "read the dashboard password from the first line of stdin (never pass it as an argument)")
-	pos, err := loadFlags(fs, args[1:], func(ld *config.Loader) { ld.Data(&cfg) })
+	pos, err := loadFlags(fs, args[1:], func(ld *config.Loader) { ld.Data(&cfg); ld.Records(&cfg) })
 	if err != nil {
 		return err
 	}
@@ -50,7 +50,7 @@ func cmdUsers(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 		if pw != "" {
-			return admin.With(ctx, cfg.Data, passwordCost, func(ops admin.Ops) error {
+			return admin.WithRecords(ctx, cfg.Records, cfg.Data, passwordCost, func(ops admin.Ops) error {
 				u, err := ops.CreateUserWithPassword(ctx, pos[0], pw)
 				if err != nil {
 					return fmt.Errorf("create user: %w", err)
@@ -59,7 +59,7 @@ func cmdUsers(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				return nil
 			})
 		}
-		return admin.With(ctx, cfg.Data, passwordCost, func(ops admin.Ops) error {
+		return admin.WithRecords(ctx, cfg.Records, cfg.Data, passwordCost, func(ops admin.Ops) error {
 			u, err := ops.CreateUser(ctx, pos[0])
 			if err != nil {
 				return fmt.Errorf("create user: %w", err)
@@ -75,7 +75,7 @@ func cmdUsers(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return err
 		}
-		return admin.With(ctx, cfg.Data, passwordCost, func(ops admin.Ops) error {
+		return admin.WithRecords(ctx, cfg.Records, cfg.Data, passwordCost, func(ops admin.Ops) error {
 			if err := ops.SetPassword(ctx, pos[0], pw); err != nil {
 				return fmt.Errorf("set password: %w", err)
 			}
@@ -83,7 +83,7 @@ func cmdUsers(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return nil
 		})
 	case "list":
-		return admin.With(ctx, cfg.Data, passwordCost, func(ops admin.Ops) error {
+		return admin.WithRecords(ctx, cfg.Records, cfg.Data, passwordCost, func(ops admin.Ops) error {
 			us, err := ops.Users(ctx)
 			if err != nil {
 				return err

@@ -1,14 +1,58 @@
 // Package kvtest opens real kv stores for tests: a bbolt file in the test's
-// temporary directory, checked for invariant violations when the test ends.
+// temporary directory, or a fresh database on a PostgreSQL server the test
+// package shares (internal/pgtest), checked for invariant violations when
+// the test ends.
+//
+// The kv package's behaviour is one contract with two stores: its tests run
+// against both through [Each].
 package kvtest
 
 import (
+	"context"
+	"os"
 	"testing"
 
+	"github.com/hindsight-dev/hindsight/internal/pgtest"
 	"github.com/hindsight-dev/hindsight/kv"
 )
 
-// Open opens a fresh store in t.TempDir(). At cleanup it runs store.Check()
+// Backend names a kind of store and opens a fresh one.
+type Backend struct {
+	Name string
+	Open func(t testing.TB) *kv.Store
+}
+
+// Backends are the stores the records can be kept in: a bbolt file, and
+// PostgreSQL (skipped, loudly, without it; see pgtest).
+func Backends() []Backend { return []Backend{{"bbolt", OpenBolt}, {"postgres", OpenPostgres}} }
+
+// Each runs fn as a subtest for each backend, with the opener of its stores.
+func Each(t *testing.T, fn func(t *testing.T, open func(testing.TB) *kv.Store)) {
+	for _, b := range Backends() {
+		t.Run(b.Name, func(t *testing.T) { fn(t, b.Open) })
+	}
+}
+
+// OpenPostgres opens a store in a fresh database of the test package's
+// PostgreSQL (pgtest.Database: the package's TestMain must call
+// pgtest.Main), checked and closed at cleanup like Open's.
+func OpenPostgres(t testing.TB) *kv.Store {
+	t.Helper()
+	st, err := kv.OpenPostgres(context.Background(), pgtest.Database(t), kv.PostgresOptions{})
+	if err != nil {
+		t.Fatalf("kvtest: open store in PostgreSQL: %v", err)
+	}
+	cleanup(t, st)
+	return st
+}
+
+// EnvRecords: "postgres" makes Open open its stores in PostgreSQL
+// (OpenPostgres), so a package's tests run against that store; the
+// package's TestMain must then call pgtest.Main.
+const EnvRecords = "HINDSIGHT_TEST_RECORDS"
+
+// Open opens a fresh store in t.TempDir() (in PostgreSQL when
+// HINDSIGHT_TEST_RECORDS=postgres). At cleanup it runs store.Check()
 // and fails the test if any invariant is violated (a key without an owner, a
 // stale index entry, an outbox entry naming no session, a messageCount that
 // differs from the stored messages), then closes the store.
@@ -17,10 +61,25 @@ import (
 // Open (an httptest.Server, say) is shut down before the check runs.
 func Open(t testing.TB) *kv.Store {
 	t.Helper()
+	if os.Getenv(EnvRecords) == "postgres" {
+		return OpenPostgres(t)
+	}
+	return OpenBolt(t)
+}
+
+// OpenBolt opens a fresh bbolt store in t.TempDir(), checked and closed at
+// cleanup like Open's.
+func OpenBolt(t testing.TB) *kv.Store {
+	t.Helper()
 	st, err := kv.Open(t.TempDir(), kv.Options{})
 	if err != nil {
 		t.Fatalf("kvtest: open store: %v", err)
 	}
+	cleanup(t, st)
+	return st
+}
+
+func cleanup(t testing.TB, st *kv.Store) {
 	t.Cleanup(func() {
 		if err := st.Check(); err != nil {
 			t.Errorf("kvtest: store invariants violated at cleanup:\n%v", err)
@@ -29,5 +88,4 @@ func Open(t testing.TB) *kv.Store {
 			t.Errorf("kvtest: close store: %v", err)
 		}
 	})
-	return st
 }

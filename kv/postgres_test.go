@@ -1,0 +1,316 @@
+package kv_test
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hindsight-dev/hindsight/internal/pgtest"
+	"github.com/hindsight-dev/hindsight/kv"
+)
+
+func openPG(t *testing.T, dsn string, logf func(string, ...any)) *kv.Store {
+	t.Helper()
+	st, err := kv.OpenPostgres(ctx, dsn, kv.PostgresOptions{Logf: logf})
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	return st
+}
+
+func query[T any](t *testing.T, dsn, sql string) T {
+	t.Helper()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var v T
+	if err := conn.QueryRow(ctx, sql).Scan(&v); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return v
+}
+
+// TestPostgresMigrations: the first open applies every migration once and
+// logs each; later opens, and several at once, apply none and keep the
+// data; a database of a newer schema is refused.
+func TestPostgresMigrations(t *testing.T) {
+	dsn := pgtest.Database(t)
+	var logged []string
+	logf := func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }
+	st := openPG(t, dsn, logf)
+	if len(logged) != kv.SchemaVersion() {
+		t.Errorf("first open logged %q, want one line per migration (%d)", logged, kv.SchemaVersion())
+	}
+	mustCommit(t, st, func(tx *kv.Tx) error { return tx.SetMeta("kept", []byte("yes")) })
+	st.Close()
+
+	logged = nil
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st, err := kv.OpenPostgres(ctx, dsn, kv.PostgresOptions{Logf: func(f string, a ...any) { errs <- fmt.Errorf("reopen applied: "+f, a...) }})
+			if err == nil {
+				err = st.View(ctx, func(tx *kv.Tx) error {
+					if string(tx.Meta("kept")) != "yes" {
+						return errors.New("reopened store lost the write")
+					}
+					return nil
+				})
+				st.Close()
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	if n := query[int64](t, dsn, `SELECT count(*) FROM schema_migrations`); n != int64(kv.SchemaVersion()) {
+		t.Errorf("schema_migrations has %d rows, want %d", n, kv.SchemaVersion())
+	}
+
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, 'from the future')`, kv.SchemaVersion()+1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.OpenPostgres(ctx, dsn, kv.PostgresOptions{}); err == nil {
+		t.Error("a database of a newer schema opened; want it refused")
+	}
+}
+
+// TestPostgresConflictRetry: two writes read the same key and both write
+// it; PostgreSQL aborts one (serialization failure) and Commit runs its
+// callback again, so both increments land.
+func TestPostgresConflictRetry(t *testing.T) {
+	st := openPG(t, pgtest.Database(t), nil)
+	defer st.Close()
+	var bothRead sync.WaitGroup
+	bothRead.Add(2)
+	var runs atomic.Int32
+	increment := func() error {
+		first := true
+		return st.Commit(ctx, func(tx *kv.Tx) error {
+			runs.Add(1)
+			n, _ := strconv.Atoi(string(tx.Meta("counter")))
+			if first { // the first runs of both read before either writes
+				first = false
+				bothRead.Done()
+				bothRead.Wait()
+			}
+			return tx.SetMeta("counter", []byte(strconv.Itoa(n+1)))
+		})
+	}
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() { errs <- increment() }()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatalf("commit: %v", err)
+		}
+	}
+	var got string
+	_ = st.View(ctx, func(tx *kv.Tx) error { got = string(tx.Meta("counter")); return nil })
+	if got != "2" {
+		t.Errorf("counter = %q after two increments, want 2", got)
+	}
+	if r := runs.Load(); r < 3 {
+		t.Errorf("callbacks ran %d times: the conflict was not retried", r)
+	}
+}
+
+// TestPostgresServerGone: a store whose database stops, or whose
+// connections are killed mid-transaction, returns errors (no panic, no
+// half-written transaction), keeps every write it acknowledged, and works
+// again once the database is back.
+func TestPostgresServerGone(t *testing.T) {
+	srv := pgtest.Start(t)
+	dsn, err := srv.CreateDatabase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := openPG(t, dsn, nil)
+	defer st.Close()
+	u := createUsers(t, st, 1)[0]
+
+	// A connection killed in the middle of a write: the write fails whole.
+	err = st.Commit(ctx, func(tx *kv.Tx) error {
+		if err := tx.SetMeta("half", []byte("1")); err != nil {
+			return err
+		}
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`); err != nil {
+			return err
+		}
+		return tx.SetMeta("other-half", []byte("1"))
+	})
+	if err == nil {
+		t.Fatal("a write whose connection was killed committed")
+	}
+
+	// The database goes away and comes back.
+	if err := srv.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Commit(ctx, func(tx *kv.Tx) error { return tx.SetMeta("down", []byte("1")) }); err == nil {
+		t.Error("a write with the database down succeeded")
+	}
+	if err := st.View(ctx, func(tx *kv.Tx) error { tx.Meta("down"); return nil }); err == nil {
+		t.Error("a read with the database down succeeded")
+	}
+	if err := srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mustCommit(t, st, func(tx *kv.Tx) error { return tx.SetMeta("up", []byte("1")) })
+	_ = st.View(ctx, func(tx *kv.Tx) error {
+		if tx.Meta("half") != nil || tx.Meta("other-half") != nil {
+			t.Error("part of the killed write landed")
+		}
+		if string(tx.Meta("up")) != "1" {
+			t.Error("the write after the restart is missing")
+		}
+		if _, err := tx.User(u.ID); err != nil {
+			t.Errorf("user written before the outage: %v", err)
+		}
+		return nil
+	})
+	if err := st.Check(); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestPostgresReopen: everything committed is there for a store opened
+// later (another process, another node), messages and outbox included.
+func TestPostgresReopen(t *testing.T) {
+	dsn := pgtest.Database(t)
+	st := openPG(t, dsn, nil)
+	u := createUsers(t, st, 1)[0]
+	s := kv.Session{ID: kv.NewID(), UserID: u.ID, ExternalID: "ext", Source: "pi", CreatedAt: 1, UpdatedAt: 2, MessageCount: 3, NextSeq: 3}
+	mustCommit(t, st, func(tx *kv.Tx) error {
+		if err := tx.PutSession(&s, 0); err != nil {
+			return err
+		}
+		for i := range 3 {
+			m := kv.Message{ID: kv.NewID(), UserID: u.ID, SessionID: s.ID, Seq: uint64(i), ExternalID: fmt.Sprint("m", i), Role: "user", CreatedAt: 1, UpdatedAt: 1}
+			if err := tx.PutMessage(&m); err != nil {
+				return err
+			}
+		}
+		return tx.MarkDirty(u.ID, s.ID)
+	})
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st = openPG(t, dsn, nil)
+	defer st.Close()
+	_ = st.View(ctx, func(tx *kv.Tx) error {
+		got, err := tx.Session(u.ID, s.ID)
+		if err != nil || got.ExternalID != "ext" || got.MessageCount != 3 {
+			t.Errorf("session after reopen: %+v, %v", got, err)
+		}
+		var seqs []uint64
+		_ = tx.Messages(u.ID, s.ID, func(m kv.Message) error { seqs = append(seqs, m.Seq); return nil })
+		if fmt.Sprint(seqs) != "[0 1 2]" {
+			t.Errorf("messages after reopen: %v", seqs)
+		}
+		if d := tx.DirtySessions(kv.SearchQueue, 0); len(d) != 1 || d[0].SessionID != s.ID {
+			t.Errorf("outbox after reopen: %+v", d)
+		}
+		return nil
+	})
+	if err := st.Check(); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestBackupInPostgres: Backup points to pg_dump instead of writing a file.
+func TestBackupInPostgres(t *testing.T) {
+	st := openPG(t, pgtest.Database(t), nil)
+	defer st.Close()
+	if _, err := st.Backup(ctx, nil); !errors.Is(err, kv.ErrBackupInPostgres) {
+		t.Errorf("Backup = %v, want ErrBackupInPostgres", err)
+	}
+}
+
+func TestRecordsInPostgres(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		pg, bad bool
+	}{
+		{"", false, false},
+		{"postgres://u:p@h:5432/db", true, false},
+		{"postgresql://h/db?sslmode=require", true, false},
+		{"/var/lib/hindsight", false, true},
+		{"mysql://h/db", false, true},
+	} {
+		pg, err := kv.RecordsInPostgres(tc.in)
+		if pg != tc.pg || (err != nil) != tc.bad {
+			t.Errorf("RecordsInPostgres(%q) = %v, %v", tc.in, pg, err)
+		}
+	}
+}
+
+// TestPostgresTwoNodes: two stores on one database (two Hindsight nodes)
+// read each other's acknowledged writes at once, and their concurrent
+// read-modify-writes of one record all land (conflicts retried).
+func TestPostgresTwoNodes(t *testing.T) {
+	dsn := pgtest.Database(t)
+	a, b := openPG(t, dsn, nil), openPG(t, dsn, nil)
+	defer a.Close()
+	defer b.Close()
+	u := createUsers(t, a, 1)[0]
+	if err := b.View(ctx, func(tx *kv.Tx) error { _, err := tx.User(u.ID); return err }); err != nil {
+		t.Fatalf("node b reads the user node a acknowledged: %v", err)
+	}
+	const each = 10
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*each)
+	for _, st := range []*kv.Store{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				errs <- st.Commit(ctx, func(tx *kv.Tx) error {
+					n, _ := strconv.Atoi(string(tx.Meta("counter")))
+					return tx.SetMeta("counter", []byte(strconv.Itoa(n+1)))
+				})
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, st := range []*kv.Store{a, b} {
+		_ = st.View(ctx, func(tx *kv.Tx) error {
+			if got := string(tx.Meta("counter")); got != strconv.Itoa(2*each) {
+				t.Errorf("counter = %s, want %d", got, 2*each)
+			}
+			return nil
+		})
+	}
+}
