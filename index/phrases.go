@@ -20,9 +20,10 @@ import (
 // checked on positions, each pair's positions looked up at the documents
 // and intersected, offset by offset, until a start is left or none is. A
 // phrase matches in the body or in the title (whose pairs have their own
-// terms), never partly in each. A pair's positions in a segment are
-// decoded whole the first time a query needs them and kept in the block
-// cache (pairPositions), under their owner, as a word's blocks are.
+// terms), never partly in each. A short pair list's positions in a
+// segment are decoded whole the first time a query needs them and kept in
+// the block cache (pairPositions), under their owner, as a word's blocks
+// are; a long list is walked to the documents checked (posCursor).
 //
 // The position check costs in proportion to the documents it reads, and
 // a phrase many documents hold needs only the best few of them: a pruned
@@ -84,15 +85,35 @@ func (l *pairLists) get(i int, term string) (segment.PostingsList, error) {
 	return pl, nil
 }
 
-// positions returns the decoded positions of userID's pair term in
-// segment i, from the cache (built from the list on first use).
-func (l *pairLists) positions(i int, userID, term string) (*pairPositions, error) {
+// cachedPairPostings bounds the pair lists whose positions are decoded
+// whole and kept (pairPositions): zap cuts a list of fewer postings into
+// one chunk, and reaching any document of a chunk decodes every posting
+// before it, so decoding such a list once costs what one check does, and
+// keeping it costs little. A longer list has chunks zap seeks to: it is
+// walked to the documents checked (posCursor), decoding only their
+// chunks, and not kept (at 300,000 sessions keeping long lists filled
+// the cache and evicted what later queries needed; docs/index.md).
+const cachedPairPostings = 1024
+
+// positionReader gives a pair list's positions at documents in ascending
+// order.
+type positionReader interface {
+	positions(doc uint32) ([]uint32, error)
+}
+
+// reader returns a reader of userID's pair term in segment i at the
+// documents of docs (ascending): the kept positions of a short list
+// (built on first use), else a cursor over the list.
+func (l *pairLists) reader(i int, userID, term string, docs *roaring.Bitmap) (positionReader, error) {
+	pl, err := l.get(i, term)
+	if err != nil {
+		return nil, err
+	}
+	if pl.Count() >= cachedPairPostings {
+		return newPosCursor(pl, docs), nil
+	}
 	seg := l.segs[i].Segment()
 	v, err := l.cache.get(blockKey{seg: seg, name: term, user: userID, kind: keyPairs}, nil, func() (any, int64, error) {
-		pl, err := l.get(i, term)
-		if err != nil {
-			return nil, 0, err
-		}
 		pp, err := decodePairPositions(pl)
 		if err != nil {
 			return nil, 0, err
@@ -355,14 +376,14 @@ func chainDocs(ctx context.Context, lists *pairLists, seg int, userID string, wi
 	if len(chain) <= 1 || !positions {
 		return cand, nil
 	}
-	at := make([][]*pairPositions, len(chain))
+	at := make([][]positionReader, len(chain))
 	for k, p := range chain {
 		for _, t := range p.terms {
-			pp, err := lists.positions(seg, userID, t)
+			r, err := lists.reader(seg, userID, t, cand)
 			if err != nil {
 				return nil, err
 			}
-			at[k] = append(at[k], pp)
+			at[k] = append(at[k], r)
 		}
 	}
 	out := roaring.New()
@@ -378,8 +399,12 @@ func chainDocs(ctx context.Context, lists *pairLists, seg int, userID string, wi
 		starts = starts[:0]
 		for k, p := range chain {
 			pos = pos[:0]
-			for _, pp := range at[k] {
-				for _, x := range pp.at(doc) {
+			for _, r := range at[k] {
+				held, err := r.positions(doc)
+				if err != nil {
+					return nil, err
+				}
+				for _, x := range held {
 					if x >= uint32(p.at) {
 						pos = append(pos, x-uint32(p.at))
 					}
@@ -404,18 +429,16 @@ func chainDocs(ctx context.Context, lists *pairLists, seg int, userID string, wi
 	return out, nil
 }
 
-// pairPositions is one pair term's postings in a segment with their
-// positions, decoded once and kept (blockCache, keyPairs): zap cannot
-// seek within a posting list's chunk, so reading the positions of a few
-// documents walks, and decodes, every posting before them.
+// pairPositions is one short pair list's postings in a segment with
+// their positions, decoded once and kept (blockCache, keyPairs; see
+// cachedPairPostings).
 type pairPositions struct {
 	docs []uint32 // ascending
 	ends []uint32 // docs[i]'s positions are pos[ends[i-1]:ends[i]]
 	pos  []uint32 // ascending within a document
 }
 
-// decodePairPositions reads every posting of pl with its positions (see
-// newPairsField for how they are stored).
+// decodePairPositions reads every posting of pl with its positions.
 func decodePairPositions(pl segment.PostingsList) (*pairPositions, error) {
 	pp := &pairPositions{}
 	it := pl.Iterator(true, false, true, nil)
@@ -428,37 +451,92 @@ func decodePairPositions(pl segment.PostingsList) (*pairPositions, error) {
 			return pp, nil
 		}
 		pp.docs = append(pp.docs, uint32(p.Number()))
-		locs := p.Locations()
-		if len(locs) == 0 { // found once: see newPairsField
-			pp.pos = append(pp.pos, uint32(p.Frequency()-1))
-		}
-		for _, l := range locs {
-			at := l.Pos()
-			pp.pos = append(pp.pos, uint32(at))
-			for _, d := range l.ArrayPositions() {
-				at += d
-				pp.pos = append(pp.pos, uint32(at))
-			}
-		}
+		pp.pos = appendPositions(pp.pos, p)
 		pp.ends = append(pp.ends, uint32(len(pp.pos)))
 	}
 }
 
-// at returns the positions of doc (nil when the pair is not in it).
-func (pp *pairPositions) at(doc uint32) []uint32 {
+// positions returns the positions of doc (nil when the pair is not in
+// it).
+func (pp *pairPositions) positions(doc uint32) ([]uint32, error) {
 	i, ok := slices.BinarySearch(pp.docs, doc)
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	from := uint32(0)
 	if i > 0 {
 		from = pp.ends[i-1]
 	}
-	return pp.pos[from:pp.ends[i]]
+	return pp.pos[from:pp.ends[i]], nil
 }
 
 func (pp *pairPositions) size() int64 {
 	return 4*int64(cap(pp.docs)+cap(pp.ends)+cap(pp.pos)) + 72
+}
+
+// posCursor reads one posting list's positions at ascending documents.
+// It keeps the posting it read last: an iterator cannot step back to a
+// document it has passed.
+type posCursor struct {
+	it   segment.PostingsIterator
+	doc  uint32
+	pos  []uint32
+	read bool // doc and pos hold a posting
+	done bool
+}
+
+// newPosCursor returns a cursor over pl's postings that decodes only
+// those of docs where the segment allows it.
+func newPosCursor(pl segment.PostingsList, docs *roaring.Bitmap) *posCursor {
+	it := pl.Iterator(true, false, true, nil)
+	if o, ok := it.(segment.OptimizablePostingsIterator); ok {
+		if bm := o.ActualBitmap(); bm != nil {
+			o.ReplaceActual(roaring.And(bm, docs))
+		}
+	}
+	return &posCursor{it: it}
+}
+
+// positions returns the positions of the posting of doc (nil when the
+// list does not hold doc); docs must come in ascending order. The slice
+// is valid until the next call.
+func (c *posCursor) positions(doc uint32) ([]uint32, error) {
+	if c.done {
+		return nil, nil
+	}
+	if !c.read || c.doc < doc {
+		p, err := c.it.Advance(uint64(doc))
+		if err != nil {
+			return nil, err
+		}
+		if p == nil {
+			c.done = true
+			return nil, nil
+		}
+		c.read, c.doc, c.pos = true, uint32(p.Number()), appendPositions(c.pos[:0], p)
+	}
+	if c.doc != doc {
+		return nil, nil
+	}
+	return c.pos, nil
+}
+
+// appendPositions appends the positions of posting p of a pair list to
+// dst (see newPairsField for how they are stored).
+func appendPositions(dst []uint32, p segment.Posting) []uint32 {
+	locs := p.Locations()
+	if len(locs) == 0 { // found once: see newPairsField
+		return append(dst, uint32(p.Frequency()-1))
+	}
+	for _, l := range locs {
+		at := l.Pos()
+		dst = append(dst, uint32(at))
+		for _, d := range l.ArrayPositions() {
+			at += d
+			dst = append(dst, uint32(at))
+		}
+	}
+	return dst
 }
 
 // intersectSorted returns the values of a (sorted) also in b (sorted),
