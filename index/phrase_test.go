@@ -390,4 +390,13 @@ func TestLazyPhraseCheck(t *testing.T) {
 	if !slices.Equal(pruned.docs, all.docs) {
 		t.Errorf("lazy %v, exhaustive %v", pruned.docs, all.docs)
 	}
+	// With room for all 1,102 documents holding the pairs, they are
+	// checked and scored one by one (scanPhraseDocs): the same answer.
+	scanned, err := searchWords(context.Background(), ix.sessions, &ix.sessionLengths, "u", pq, 3, evaluation{phraseScan: 2000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(scanned.docs, all.docs) {
+		t.Errorf("scanned %v, exhaustive %v", scanned.docs, all.docs)
+	}
 }

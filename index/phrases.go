@@ -126,6 +126,33 @@ func (l *pairLists) reader(i int, userID, term string, docs *roaring.Bitmap) (po
 	return v.(*pairPositions), nil
 }
 
+// candidates returns how many documents required holds in all.
+func (f *docFilter) candidates() uint64 {
+	var n uint64
+	for _, r := range f.required {
+		if r != nil {
+			n += r.GetCardinality()
+		}
+	}
+	return n
+}
+
+// tasks returns, by segment, the documents the filter leaves of required
+// (the user's live documents holding the phrases): the candidates of a
+// query with phrases.
+func (f *docFilter) tasks() []segTask {
+	var tasks []segTask
+	for i, r := range f.required {
+		if r == nil || r.IsEmpty() {
+			continue
+		}
+		if cand := f.apply(i, r); !cand.IsEmpty() {
+			tasks = append(tasks, segTask{seg: i, cand: cand})
+		}
+	}
+	return tasks
+}
+
 // apply narrows segment i's candidates; cand is not modified.
 func (f *docFilter) apply(i int, cand *roaring.Bitmap) *roaring.Bitmap {
 	if f.required != nil {
@@ -250,6 +277,15 @@ func (f *docFilter) readPositions(ctx context.Context, i int, docs *roaring.Bitm
 	}
 	f.held[i].Or(docs)
 	return nil
+}
+
+// checkAllNow reports whether, after a lazy round in which kept of the
+// fetched best documents held the phrases (fewer than limit), checking
+// every document holding the pairs is the cheaper way on: when the next
+// round, lazyGrowth times as large, is not expected to find limit of them
+// and there are at most lazyCheckAll documents to check.
+func (f *docFilter) checkAllNow(fetched, kept, limit int) bool {
+	return kept*lazyGrowth < limit && f.candidates() <= lazyCheckAll
 }
 
 // checkAll returns the filter with every unchecked phrase checked on the

@@ -158,9 +158,12 @@ func checkPrunedRandom(t *testing.T, seed uint64, n, q int) (pruned, compared in
 				return res.docs, res.total
 			}
 			want, wantTotal := eval(evaluation{workers: 1, exhaustive: true})
-			for _, workers := range []int{1, 3} {
-				got, total := eval(evaluation{workers: workers, countAll: true, pruned: &dropped})
-				name := fmt.Sprintf("seed %d, %s: %q (%s) limit %d workers %d", seed, stage, text, user, limit, workers)
+			// Phrases are scored on their few candidates (scanPhraseDocs) and,
+			// with phraseScan -1, through the blocks.
+			for _, v := range []struct{ workers, phraseScan int }{{1, 0}, {3, 0}, {1, -1}} {
+				workers := v.workers
+				got, total := eval(evaluation{workers: workers, countAll: true, pruned: &dropped, phraseScan: v.phraseScan})
+				name := fmt.Sprintf("seed %d, %s: %q (%s) limit %d workers %d phraseScan %d", seed, stage, text, user, limit, workers, v.phraseScan)
 				if total != wantTotal {
 					t.Errorf("%s: total %d, want %d", name, total, wantTotal)
 				}

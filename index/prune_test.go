@@ -79,18 +79,21 @@ func TestPruningMatchesExhaustive(t *testing.T) {
 		}
 		want, wantTotal := eval(evaluation{workers: 1, exhaustive: true})
 		before := dropped.Load()
-		for _, workers := range []int{1, 3} {
-			got, total := eval(evaluation{workers: workers, countAll: true, pruned: &dropped})
+		// Phrases are scored on their few candidates (scanPhraseDocs) and,
+		// with phraseScan -1, through the blocks.
+		for _, v := range []struct{ workers, phraseScan int }{{1, 0}, {3, 0}, {1, -1}} {
+			workers := v.workers
+			got, total := eval(evaluation{workers: workers, countAll: true, pruned: &dropped, phraseScan: v.phraseScan})
 			if total != wantTotal {
-				t.Errorf("%q (%s) workers %d: total %d, want %d", text, user, workers, total, wantTotal)
+				t.Errorf("%q (%s) workers %d phraseScan %d: total %d, want %d", text, user, workers, v.phraseScan, total, wantTotal)
 			}
 			if len(got) != len(want) {
-				t.Errorf("%q (%s) workers %d: %d hits, want %d", text, user, workers, len(got), len(want))
+				t.Errorf("%q (%s) workers %d phraseScan %d: %d hits, want %d", text, user, workers, v.phraseScan, len(got), len(want))
 				continue
 			}
 			for k := range got {
 				if got[k].id != want[k].id || got[k].score != want[k].score {
-					t.Errorf("%q (%s) workers %d: hit %d is %s %v, want %s %v", text, user, workers, k,
+					t.Errorf("%q (%s) workers %d phraseScan %d: hit %d is %s %v, want %s %v", text, user, workers, v.phraseScan, k,
 						got[k].id, got[k].score, want[k].id, want[k].score)
 					break
 				}

@@ -23,33 +23,9 @@ import (
 // then, the term blocks being built at the user's mean length, each term's
 // live documents among them (termBlocks.liveDocs).
 func lookUpBlocks(cache *blockCache, segs []*scorch.SegmentSnapshot, userID string, terms []string) (*wordSearch, error) {
-	live := make([]segment.Segment, len(segs))
-	for i, s := range segs {
-		live[i] = s.Segment()
-	}
-	cache.retain(live)
-	ws := &wordSearch{segs: segs, views: make([]*userDocs, len(segs)), live: make([][]uint64, len(segs)), words: make([]wordPostings, len(terms))}
-	for j, t := range terms {
-		ws.words[j] = wordPostings{term: t, blocks: make([]*termBlocks, len(segs))}
-	}
-	lds := make([]*liveDocs, len(segs)) // nil: no deletions in the segment
-	for i, s := range segs {
-		seg := s.Segment()
-		u, err := cache.userDocs(seg, userID)
-		if err != nil {
-			return nil, err
-		}
-		ws.views[i] = u
-		if del := s.Deleted(); del != nil && !del.IsEmpty() && len(u.docs) > 0 {
-			if lds[i], err = cache.liveDocs(seg, userID, u, del); err != nil {
-				return nil, err
-			}
-			ws.live[i] = lds[i].masks
-			ws.lengths.add(lds[i].totals)
-		} else {
-			ws.live[i] = u.full
-			ws.lengths.add(u.whole)
-		}
+	ws, lds, err := lookUpViews(cache, segs, userID, terms)
+	if err != nil {
+		return nil, err
 	}
 	avgdl := ws.lengths.meanLength()
 	for i, s := range segs {
@@ -69,6 +45,78 @@ func lookUpBlocks(cache *blockCache, segs []*scorch.SegmentSnapshot, userID stri
 		}
 	}
 	return ws, nil
+}
+
+// lookUpLists is lookUpBlocks for a search that scores a few candidates
+// on the words' posting lists (scanPhraseDocs): the same views and
+// statistics from the block cache, but each term's posting list in every
+// segment where the user has documents, its live documents among the
+// user's counted on the list's bitmap, and no block built.
+func lookUpLists(cache *blockCache, segs []*scorch.SegmentSnapshot, userID string, terms []string) (*wordSearch, error) {
+	ws, _, err := lookUpViews(cache, segs, userID, terms)
+	if err != nil {
+		return nil, err
+	}
+	for j := range ws.words {
+		ws.words[j].lists = make([]segment.PostingsList, len(segs))
+	}
+	for i, s := range segs {
+		ws.maxDocs = max(ws.maxDocs, int(s.Segment().Count()))
+		u := ws.views[i]
+		if len(u.docs) == 0 {
+			continue
+		}
+		d, err := s.Segment().Dictionary(fieldText)
+		if err != nil {
+			return nil, err
+		}
+		for j := range ws.words {
+			w := &ws.words[j]
+			pl, err := d.PostingsList([]byte(w.term), s.Deleted(), nil)
+			if err != nil {
+				return nil, fmt.Errorf("postings of %q: %w", w.term, err)
+			}
+			w.lists[i] = pl
+			w.df += postingsBitmap(pl).AndCardinality(u.set) // pl leaves deleted documents out
+		}
+	}
+	return ws, nil
+}
+
+// lookUpViews reads the user's view of every segment from the block cache
+// and adds up the length totals of the user's live documents; lds holds,
+// by segment, the live documents of a segment with deletions (nil
+// without).
+func lookUpViews(cache *blockCache, segs []*scorch.SegmentSnapshot, userID string, terms []string) (ws *wordSearch, lds []*liveDocs, err error) {
+	live := make([]segment.Segment, len(segs))
+	for i, s := range segs {
+		live[i] = s.Segment()
+	}
+	cache.retain(live)
+	ws = &wordSearch{segs: segs, views: make([]*userDocs, len(segs)), live: make([][]uint64, len(segs)), words: make([]wordPostings, len(terms))}
+	for j, t := range terms {
+		ws.words[j] = wordPostings{term: t, blocks: make([]*termBlocks, len(segs))}
+	}
+	lds = make([]*liveDocs, len(segs))
+	for i, s := range segs {
+		seg := s.Segment()
+		u, err := cache.userDocs(seg, userID)
+		if err != nil {
+			return nil, nil, err
+		}
+		ws.views[i] = u
+		if del := s.Deleted(); del != nil && !del.IsEmpty() && len(u.docs) > 0 {
+			if lds[i], err = cache.liveDocs(seg, userID, u, del); err != nil {
+				return nil, nil, err
+			}
+			ws.live[i] = lds[i].masks
+			ws.lengths.add(lds[i].totals)
+		} else {
+			ws.live[i] = u.full
+			ws.lengths.add(u.whole)
+		}
+	}
+	return ws, lds, nil
 }
 
 // denseMasks returns the documents of bm, a word per block of blocks
@@ -693,9 +741,16 @@ func (ws *wordSearch) raiseFloor(score float64) {
 // hits fetches lazyGrowth times as many documents holding the phrases'
 // pairs while fewer than the limit hold the phrases, up to maxLazyFetch,
 // then checks the positions of every document holding the pairs.
+//
+// A round whose yield says that lazyGrowth times as many would still not
+// be enough checks every document holding the pairs at once, when they
+// are at most lazyCheckAll: a phrase whose words are often next to each
+// other but rarely in its order (a decoy) would otherwise take a round
+// of scoring per growth step.
 const (
 	lazyGrowth   = 4
 	maxLazyFetch = MaxLimit
+	lazyCheckAll = 8192
 )
 
 // bestChecked is the pruned evaluation: the best limit documents of the
@@ -723,11 +778,12 @@ func (ws *wordSearch) bestChecked(ctx context.Context, plan wordsPlan, workers, 
 		if len(kept) >= limit || len(best) < fetch {
 			return kept[:min(limit, len(kept))], total, nil
 		}
-		if fetch < maxLazyFetch {
+		if fetch < maxLazyFetch && !ws.filter.checkAllNow(fetch, len(kept), limit) {
 			fetch = min(lazyGrowth*fetch, maxLazyFetch)
 			continue
 		}
-		// Past maxLazyFetch: check every document holding the pairs.
+		// Past maxLazyFetch, or when the rounds' yield says they would
+		// read about as many: check every document holding the pairs.
 		checked, err := ws.filter.checkAll(ctx)
 		if err != nil {
 			return nil, 0, err

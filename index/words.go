@@ -80,10 +80,32 @@ func searchWords(ctx context.Context, idx bleve.Index, lengths *lengthCache, use
 	terms := pq.scoredTerms()
 	segs := snap.Segments()
 	exhaustive := ev.exhaustive || limit <= 0
+	// A pruned search for a few hits checks its phrases' positions on
+	// its best documents only (bestChecked); the exhaustive one, a count
+	// of every match and a search for many check them on every document.
+	lazy := !exhaustive && !ev.countAll && limit < maxLazyFetch
+	// A pruned search with phrases looks their pairs up first: when few
+	// of the user's documents hold them (scanPhraseDocs), those are
+	// checked and scored one by one, and no word's blocks are built.
+	var filter *docFilter
+	scan := false
+	if !exhaustive && len(pq.Phrases) > 0 {
+		if filter, err = phraseFilter(ctx, &lengths.blocks, segs, userID, pq, true); err != nil {
+			return res, err
+		}
+		if scan = filter.candidates() <= ev.phraseScanLimit(); scan || !lazy {
+			if filter, err = filter.checkAll(ctx); err != nil {
+				return res, err
+			}
+		}
+	}
 	var ws *wordSearch
-	if exhaustive {
+	switch {
+	case exhaustive:
 		ws, err = lookUpWords(segs, userID, terms)
-	} else {
+	case scan:
+		ws, err = lookUpLists(&lengths.blocks, segs, userID, terms)
+	default:
 		ws, err = lookUpBlocks(&lengths.blocks, segs, userID, terms)
 	}
 	if err != nil {
@@ -104,24 +126,30 @@ func searchWords(ctx context.Context, idx bleve.Index, lengths *lengthCache, use
 		// The plain words come first in terms, in query order.
 		plan = planFromFrequencies(n, pq.Terms, res.df[:len(pq.Terms)])
 	}
-	// A pruned search for a few hits checks its phrases' positions on
-	// its best documents only (bestChecked); the exhaustive one, a count
-	// of every match and a search for many check them on every document.
-	lazy := !exhaustive && !ev.countAll && limit < maxLazyFetch
-	if ws.filter, err = phraseFilter(ctx, &lengths.blocks, segs, userID, pq, lazy); err != nil {
-		return res, err
+	if filter == nil {
+		if filter, err = phraseFilter(ctx, &lengths.blocks, segs, userID, pq, lazy); err != nil {
+			return res, err
+		}
 	}
+	ws.filter = filter
 	ws.weigh(n, ws.lengths.meanLength())
 	ws.countAll, ws.pruned = ev.countAll, ev.pruned
 	var best []scoredDoc
 	var total uint64
-	if exhaustive {
+	switch {
+	case exhaustive:
 		tasks, work := ws.candidates(plan)
 		if len(tasks) == 0 {
 			return res, nil
 		}
 		best, total, err = mergeTop(ws.scoreAll(ctx, tasks, work, ev.workers, limit), limit)
-	} else {
+	case scan:
+		tasks := filter.tasks()
+		if len(tasks) == 0 {
+			return res, nil
+		}
+		best, total, err = mergeTop(ws.scoreAll(ctx, tasks, 0, ev.workers, limit), limit)
+	default:
 		best, total, err = ws.bestChecked(ctx, plan, ev.workers, limit)
 	}
 	if err != nil {
@@ -160,6 +188,31 @@ type evaluation struct {
 	exhaustive bool
 	countAll   bool
 	pruned     *atomic.Int64
+	// phraseScan is the number of documents holding a query's phrases'
+	// pairs up to which they are scored one by one (scanPhraseDocs when
+	// 0; below 0, never: tests that compare the block evaluation of
+	// phrases with the exhaustive one).
+	phraseScan int
+}
+
+// scanPhraseDocs is the number of a user's documents holding a query's
+// phrases' pairs up to which a pruned search checks and scores them one
+// by one, reading each word's postings at those documents only, rather
+// than going through the words' blocks. A phrase is mostly rare while
+// its words are not: building a common word's blocks walks all of its
+// postings, which costs a phrase's first query far more than reading a
+// few hundred documents' postings, and those blocks would serve plain
+// queries of the word only.
+const scanPhraseDocs = 1024
+
+func (ev evaluation) phraseScanLimit() uint64 {
+	switch {
+	case ev.phraseScan < 0:
+		return 0
+	case ev.phraseScan == 0:
+		return scanPhraseDocs
+	}
+	return uint64(ev.phraseScan)
 }
 
 // wordSearch is what searchWords reads from one index snapshot.
