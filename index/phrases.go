@@ -284,7 +284,7 @@ func (f *docFilter) readPositions(ctx context.Context, i int, docs *roaring.Bitm
 // every document holding the pairs is the cheaper way on: when the next
 // round, lazyGrowth times as large, is not expected to find limit of them
 // and there are at most lazyCheckAll documents to check.
-func (f *docFilter) checkAllNow(fetched, kept, limit int) bool {
+func (f *docFilter) checkAllNow(kept, limit int) bool {
 	return kept*lazyGrowth < limit && f.candidates() <= lazyCheckAll
 }
 

@@ -778,7 +778,7 @@ func (ws *wordSearch) bestChecked(ctx context.Context, plan wordsPlan, workers, 
 		if len(kept) >= limit || len(best) < fetch {
 			return kept[:min(limit, len(kept))], total, nil
 		}
-		if fetch < maxLazyFetch && !ws.filter.checkAllNow(fetch, len(kept), limit) {
+		if fetch < maxLazyFetch && !ws.filter.checkAllNow(len(kept), limit) {
 			fetch = min(lazyGrowth*fetch, maxLazyFetch)
 			continue
 		}
