@@ -394,46 +394,55 @@ func (p *Pipeline) drain(ctx context.Context, q kv.Queue) (int, error) {
 	}
 	written := p.written // committed: in the queue the step reads
 	p.mu.Unlock()
-	err := p.store.View(ctx, func(tx *kv.Tx) error {
-		dirty = tx.DirtySessions(q, p.opts.BatchSize)
-		if len(dirty) > 0 && dirty[0].Live {
-			// The chunk queue's bulk work never goes before full-text
-			// indexing (see chunkTurn).
-			if owed && (q == kv.SearchQueue || !tx.Queued(kv.SearchQueue)) {
-				dirty = tx.OldestDirty(q, p.opts.BatchSize)
-			} else {
-				bulk = false
-				budget = stepBudget{p.opts.BatchSize, p.opts.StepBytes}
+	// Nodes sharing the records in PostgreSQL each claim a step's entries
+	// (kv's Claim) before indexing them; an entry another node claimed
+	// between the read and the claim is left out. Once the outbox holds
+	// only such entries the step reads again, a few times at most: the
+	// next read passes over the other nodes' claims. In a bbolt file Claim
+	// returns the entries as read.
+	full := budget
+	var err error
+	for tries := 0; ; tries++ {
+		var kept []kv.Dirty
+		dirty, docs, queued, size, bulk, budget, err = p.take(ctx, q, owed, full)
+		if err != nil || len(dirty) == 0 {
+			p.stepDone(q, 0, err, queued, written)
+			return 0, err
+		}
+		kept, err = p.store.Claim(ctx, dirty)
+		if err != nil {
+			err = fmt.Errorf("claim %s queue entries: %w", q, err)
+			p.stepDone(q, 0, err, queued, written)
+			return 0, err
+		}
+		if len(kept) < len(dirty) {
+			docs = keepClaimed(docs, dirty, kept)
+			dirty = kept
+			size = 0
+			for _, d := range docs {
+				size += d.textBytes()
 			}
 		}
-		dirty = dirty[:min(len(dirty), budget.sessions)]
-		if q == kv.SearchQueue {
-			queued = tx.QueueLen(q)
+		if len(dirty) > 0 || tries == 3 {
+			break
 		}
-		docs, size = docs[:0], 0
-		for i, d := range dirty {
-			doc, err := LoadDoc(tx, d.UserID, d.SessionID)
-			if err != nil {
-				return err
-			}
-			docs = append(docs, doc)
-			if size += doc.textBytes(); size >= budget.bytes {
-				dirty = dirty[:i+1] // the rest waits for the next step
-				break
-			}
-		}
-		return nil
-	})
-	if err != nil || len(dirty) == 0 {
-		p.stepDone(q, 0, err, queued, written)
-		return 0, err
 	}
+	if len(dirty) == 0 {
+		p.stepDone(q, 0, nil, queued, written)
+		return 0, nil
+	}
+	stopRenew := p.renewClaims(ctx, dirty)
 	if q == kv.SearchQueue {
 		err = p.write(ctx, docs, p.index.PutSessions, false)
 	} else {
 		err = p.write(ctx, docs, p.index.PutChunks, true)
 	}
+	stopRenew()
 	if err != nil {
+		// Another node may take the work at once, not after the lease.
+		if rerr := p.store.ReleaseClaims(context.WithoutCancel(ctx), dirty); rerr != nil {
+			p.log.Debug().Err(rerr).Msg("releasing outbox claims failed; they lapse with their lease")
+		}
 		p.stepDone(q, 0, err, queued, written)
 		return 0, err
 	}
@@ -480,6 +489,96 @@ func (p *Pipeline) drain(ctx context.Context, q kv.Queue) (int, error) {
 	p.mu.Unlock()
 	p.stepDone(q, len(dirty), nil, queued-len(dirty), written)
 	return len(dirty), nil
+}
+
+// take reads a step's entries of queue q and loads their sessions, within
+// budget (the full budget when it takes live work: bulk is false then).
+// queued is the search queue's length (0 for the chunk queue).
+func (p *Pipeline) take(ctx context.Context, q kv.Queue, owed bool, budget stepBudget) (dirty []kv.Dirty, docs []Doc, queued, size int, bulk bool, _ stepBudget, _ error) {
+	bulk = true
+	err := p.store.View(ctx, func(tx *kv.Tx) error {
+		dirty = tx.DirtySessions(q, p.opts.BatchSize)
+		if len(dirty) > 0 && dirty[0].Live {
+			// The chunk queue's bulk work never goes before full-text
+			// indexing (see chunkTurn).
+			if owed && (q == kv.SearchQueue || !tx.Queued(kv.SearchQueue)) {
+				dirty = tx.OldestDirty(q, p.opts.BatchSize)
+			} else {
+				bulk = false
+				budget = stepBudget{p.opts.BatchSize, p.opts.StepBytes}
+			}
+		}
+		dirty = dirty[:min(len(dirty), budget.sessions)]
+		if q == kv.SearchQueue {
+			queued = tx.QueueLen(q)
+		}
+		docs, size = docs[:0], 0
+		for i, d := range dirty {
+			doc, err := LoadDoc(tx, d.UserID, d.SessionID)
+			if err != nil {
+				return err
+			}
+			docs = append(docs, doc)
+			if size += doc.textBytes(); size >= budget.bytes {
+				dirty = dirty[:i+1] // the rest waits for the next step
+				break
+			}
+		}
+		return nil
+	})
+	return dirty, docs, queued, size, bulk, budget, err
+}
+
+// keepClaimed returns the docs of kept, a subsequence of dirty (whose
+// docs, in order, are docs).
+func keepClaimed(docs []Doc, dirty, kept []kv.Dirty) []Doc {
+	out := docs[:0]
+	j := 0
+	for i, d := range dirty {
+		if j < len(kept) && kept[j].UserID == d.UserID && kept[j].SessionID == d.SessionID {
+			out = append(out, docs[i])
+			j++
+		}
+	}
+	return out
+}
+
+// renewClaims renews the claims on dirty's entries every third of the
+// lease until the returned stop is called, so a step that runs long (a
+// slow embedding provider) keeps its work. No-op in a bbolt file.
+func (p *Pipeline) renewClaims(ctx context.Context, dirty []kv.Dirty) (stop func()) {
+	lease := p.store.ClaimLease()
+	if lease <= 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(lease / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			lost, err := p.store.RenewClaims(ctx, dirty)
+			switch {
+			case err != nil:
+				p.log.Warn().Err(err).Msg("renewing outbox claims failed; another node may index the same sessions (harmless, only wasted)")
+			case lost > 0:
+				p.log.Warn().Int("sessions", lost).Msg("outbox claims lapsed and were taken by another node; those sessions may be indexed twice (harmless, only wasted)")
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		wg.Wait()
+	}
 }
 
 // stepDone records the outcome of a step of q that took n sessions.
