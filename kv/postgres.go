@@ -99,8 +99,8 @@ func RecordsInPostgres(records string) (bool, error) {
 
 // OpenPostgres opens the store in the PostgreSQL database dsn names
 // (postgres://user:password@host:port/db?sslmode=...), applying the schema
-// migrations it lacks first. Several processes may open the same database;
-// see doc.go for what is not yet shared between them.
+// migrations it lacks first. Several processes (nodes) may open the same
+// database; their indexers claim the outbox entries they index (claims.go).
 func OpenPostgres(ctx context.Context, dsn string, opts PostgresOptions) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
