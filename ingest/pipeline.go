@@ -382,10 +382,6 @@ func (p *Pipeline) DrainOnce(ctx context.Context) (int, error) {
 // search queue is empty).
 func (p *Pipeline) drain(ctx context.Context, q kv.Queue) (int, error) {
 	start := time.Now()
-	var dirty []kv.Dirty
-	var docs []Doc
-	var queued, size int
-	bulk := true
 	p.mu.Lock()
 	owed := p.wasLive[q]
 	budget := stepBudget{p.opts.BatchSize, p.opts.StepBytes}
@@ -400,33 +396,26 @@ func (p *Pipeline) drain(ctx context.Context, q kv.Queue) (int, error) {
 	// only such entries the step reads again, a few times at most: the
 	// next read passes over the other nodes' claims. In a bbolt file Claim
 	// returns the entries as read.
-	full := budget
+	var st step
 	var err error
 	for tries := 0; ; tries++ {
-		var kept []kv.Dirty
-		dirty, docs, queued, size, bulk, budget, err = p.take(ctx, q, owed, full)
-		if err != nil || len(dirty) == 0 {
-			p.stepDone(q, 0, err, queued, written)
+		st, err = p.take(ctx, q, owed, budget)
+		if err != nil || len(st.dirty) == 0 {
+			p.stepDone(q, 0, err, st.queued, written)
 			return 0, err
 		}
-		kept, err = p.store.Claim(ctx, dirty)
+		kept, err := p.store.Claim(ctx, st.dirty)
 		if err != nil {
 			err = fmt.Errorf("claim %s queue entries: %w", q, err)
-			p.stepDone(q, 0, err, queued, written)
+			p.stepDone(q, 0, err, st.queued, written)
 			return 0, err
 		}
-		if len(kept) < len(dirty) {
-			docs = keepClaimed(docs, dirty, kept)
-			dirty = kept
-			size = 0
-			for _, d := range docs {
-				size += d.textBytes()
-			}
-		}
-		if len(dirty) > 0 || tries == 3 {
+		st.keep(kept)
+		if len(st.dirty) > 0 || tries == 3 {
 			break
 		}
 	}
+	dirty, docs, queued, size, bulk := st.dirty, st.docs, st.queued, st.size, st.bulk
 	if len(dirty) == 0 {
 		p.stepDone(q, 0, nil, queued, written)
 		return 0, nil
@@ -491,56 +480,68 @@ func (p *Pipeline) drain(ctx context.Context, q kv.Queue) (int, error) {
 	return len(dirty), nil
 }
 
+// step is what one step of a queue took.
+type step struct {
+	dirty  []kv.Dirty
+	docs   []Doc // dirty's sessions, in order
+	queued int   // the search queue's length when read (0 for the chunk queue)
+	size   int   // the docs' searchable text, bytes
+	bulk   bool  // bulk work (false: the queue's live lane)
+}
+
 // take reads a step's entries of queue q and loads their sessions, within
-// budget (the full budget when it takes live work: bulk is false then).
-// queued is the search queue's length (0 for the chunk queue).
-func (p *Pipeline) take(ctx context.Context, q kv.Queue, owed bool, budget stepBudget) (dirty []kv.Dirty, docs []Doc, queued, size int, bulk bool, _ stepBudget, _ error) {
-	bulk = true
+// budget (the full budget when it takes live work).
+func (p *Pipeline) take(ctx context.Context, q kv.Queue, owed bool, budget stepBudget) (step, error) {
+	st := step{bulk: true}
 	err := p.store.View(ctx, func(tx *kv.Tx) error {
-		dirty = tx.DirtySessions(q, p.opts.BatchSize)
-		if len(dirty) > 0 && dirty[0].Live {
+		st.dirty = tx.DirtySessions(q, p.opts.BatchSize)
+		if len(st.dirty) > 0 && st.dirty[0].Live {
 			// The chunk queue's bulk work never goes before full-text
 			// indexing (see chunkTurn).
 			if owed && (q == kv.SearchQueue || !tx.Queued(kv.SearchQueue)) {
-				dirty = tx.OldestDirty(q, p.opts.BatchSize)
+				st.dirty = tx.OldestDirty(q, p.opts.BatchSize)
 			} else {
-				bulk = false
+				st.bulk = false
 				budget = stepBudget{p.opts.BatchSize, p.opts.StepBytes}
 			}
 		}
-		dirty = dirty[:min(len(dirty), budget.sessions)]
+		st.dirty = st.dirty[:min(len(st.dirty), budget.sessions)]
 		if q == kv.SearchQueue {
-			queued = tx.QueueLen(q)
+			st.queued = tx.QueueLen(q)
 		}
-		docs, size = docs[:0], 0
-		for i, d := range dirty {
+		st.docs, st.size = st.docs[:0], 0
+		for i, d := range st.dirty {
 			doc, err := LoadDoc(tx, d.UserID, d.SessionID)
 			if err != nil {
 				return err
 			}
-			docs = append(docs, doc)
-			if size += doc.textBytes(); size >= budget.bytes {
-				dirty = dirty[:i+1] // the rest waits for the next step
+			st.docs = append(st.docs, doc)
+			if st.size += doc.textBytes(); st.size >= budget.bytes {
+				st.dirty = st.dirty[:i+1] // the rest waits for the next step
 				break
 			}
 		}
 		return nil
 	})
-	return dirty, docs, queued, size, bulk, budget, err
+	return st, err
 }
 
-// keepClaimed returns the docs of kept, a subsequence of dirty (whose
-// docs, in order, are docs).
-func keepClaimed(docs []Doc, dirty, kept []kv.Dirty) []Doc {
-	out := docs[:0]
-	j := 0
-	for i, d := range dirty {
+// keep narrows the step to kept, the subsequence of its entries this node
+// claimed.
+func (st *step) keep(kept []kv.Dirty) {
+	if len(kept) == len(st.dirty) {
+		return
+	}
+	docs, j := st.docs[:0], 0
+	st.size = 0
+	for i, d := range st.dirty {
 		if j < len(kept) && kept[j].UserID == d.UserID && kept[j].SessionID == d.SessionID {
-			out = append(out, docs[i])
+			docs = append(docs, st.docs[i])
+			st.size += st.docs[i].textBytes()
 			j++
 		}
 	}
-	return out
+	st.dirty, st.docs = kept, docs
 }
 
 // renewClaims renews the claims on dirty's entries every third of the
