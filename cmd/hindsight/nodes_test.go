@@ -123,6 +123,22 @@ func TestNodeKilledMidBatch(t *testing.T) {
 		defer mu.Unlock()
 		return len(acked) >= 20
 	})
+	// Kill it while its indexer holds claims, when the poll catches one
+	// (a step may end between the poll and the kill: the log says).
+	claims := func() (n int64) {
+		conn, err := pgx.Connect(context.Background(), dsn)
+		if err != nil {
+			return 0
+		}
+		defer conn.Close(context.Background())
+		_ = conn.QueryRow(context.Background(), `SELECT count(*) FROM kv_entries WHERE bucket = 'outbox.claims'`).Scan(&n)
+		return n
+	}
+	for range 200 {
+		if claims() > 0 {
+			break
+		}
+	}
 	if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -132,13 +148,9 @@ func TestNodeKilledMidBatch(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 
-	// What the dead node held (for the log: whether it died mid-step is
-	// up to the scheduler).
-	var held int64
-	if conn, err := pgx.Connect(context.Background(), dsn); err == nil {
-		_ = conn.QueryRow(context.Background(), `SELECT count(*) FROM kv_entries WHERE bucket = 'outbox.claims'`).Scan(&held)
-		conn.Close(context.Background())
-	}
+	// Claims standing now are mostly the dead node's, which the others
+	// take once their lease runs out (the log says how many).
+	held := claims()
 	st, err := kv.OpenPostgres(context.Background(), dsn, kv.PostgresOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -202,5 +214,5 @@ func TestNodeKilledMidBatch(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d batches acknowledged, %d sent before SIGKILL, %d outbox claims held at the kill; every acknowledged one whole and found from both other nodes", len(acked), len(sent), held)
+	t.Logf("%d batches acknowledged, %d sent before SIGKILL, %d outbox claims standing just after the kill (mostly the dead node's); every acknowledged one whole and found from both other nodes", len(acked), len(sent), held)
 }
