@@ -73,8 +73,8 @@ type PostgresOptions struct {
 	MaxConns int32
 	// Node names this process among the nodes sharing the database in its
 	// claims on outbox entries (claims.go); "" means a random id, which
-	// is what a node wants: a restarted node must not take its dead
-	// predecessor's claims for its own while their work is undone.
+	// is what a node wants: two processes given one id would not exclude
+	// each other.
 	Node string
 	// Lease is how long a claim on an outbox entry holds unless renewed;
 	// 0 means DefaultLease.
