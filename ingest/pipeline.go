@@ -382,10 +382,6 @@ func (p *Pipeline) DrainOnce(ctx context.Context) (int, error) {
 // search queue is empty).
 func (p *Pipeline) drain(ctx context.Context, q kv.Queue) (int, error) {
 	start := time.Now()
-	var dirty []kv.Dirty
-	var docs []Doc
-	var queued, size int
-	bulk := true
 	p.mu.Lock()
 	owed := p.wasLive[q]
 	budget := stepBudget{p.opts.BatchSize, p.opts.StepBytes}
@@ -394,46 +390,48 @@ func (p *Pipeline) drain(ctx context.Context, q kv.Queue) (int, error) {
 	}
 	written := p.written // committed: in the queue the step reads
 	p.mu.Unlock()
-	err := p.store.View(ctx, func(tx *kv.Tx) error {
-		dirty = tx.DirtySessions(q, p.opts.BatchSize)
-		if len(dirty) > 0 && dirty[0].Live {
-			// The chunk queue's bulk work never goes before full-text
-			// indexing (see chunkTurn).
-			if owed && (q == kv.SearchQueue || !tx.Queued(kv.SearchQueue)) {
-				dirty = tx.OldestDirty(q, p.opts.BatchSize)
-			} else {
-				bulk = false
-				budget = stepBudget{p.opts.BatchSize, p.opts.StepBytes}
-			}
+	// Nodes sharing the records in PostgreSQL each claim a step's entries
+	// (kv's Claim) before indexing them; an entry another node claimed
+	// between the read and the claim is left out. Once the outbox holds
+	// only such entries the step reads again, a few times at most: the
+	// next read passes over the other nodes' claims. In a bbolt file Claim
+	// returns the entries as read.
+	var st step
+	var err error
+	for tries := 0; ; tries++ {
+		st, err = p.take(ctx, q, owed, budget)
+		if err != nil || len(st.dirty) == 0 {
+			p.stepDone(q, 0, err, st.queued, written)
+			return 0, err
 		}
-		dirty = dirty[:min(len(dirty), budget.sessions)]
-		if q == kv.SearchQueue {
-			queued = tx.QueueLen(q)
+		kept, err := p.store.Claim(ctx, st.dirty)
+		if err != nil {
+			err = fmt.Errorf("claim %s queue entries: %w", q, err)
+			p.stepDone(q, 0, err, st.queued, written)
+			return 0, err
 		}
-		docs, size = docs[:0], 0
-		for i, d := range dirty {
-			doc, err := LoadDoc(tx, d.UserID, d.SessionID)
-			if err != nil {
-				return err
-			}
-			docs = append(docs, doc)
-			if size += doc.textBytes(); size >= budget.bytes {
-				dirty = dirty[:i+1] // the rest waits for the next step
-				break
-			}
+		st.keep(kept)
+		if len(st.dirty) > 0 || tries == 3 {
+			break
 		}
-		return nil
-	})
-	if err != nil || len(dirty) == 0 {
-		p.stepDone(q, 0, err, queued, written)
-		return 0, err
 	}
+	dirty, docs, queued, size, bulk := st.dirty, st.docs, st.queued, st.size, st.bulk
+	if len(dirty) == 0 {
+		p.stepDone(q, 0, nil, queued, written)
+		return 0, nil
+	}
+	stopRenew := p.renewClaims(ctx, dirty)
 	if q == kv.SearchQueue {
 		err = p.write(ctx, docs, p.index.PutSessions, false)
 	} else {
 		err = p.write(ctx, docs, p.index.PutChunks, true)
 	}
+	stopRenew()
 	if err != nil {
+		// Another node may take the work at once, not after the lease.
+		if rerr := p.store.ReleaseClaims(context.WithoutCancel(ctx), dirty); rerr != nil {
+			p.log.Debug().Err(rerr).Msg("releasing outbox claims failed; they lapse with their lease")
+		}
 		p.stepDone(q, 0, err, queued, written)
 		return 0, err
 	}
@@ -480,6 +478,108 @@ func (p *Pipeline) drain(ctx context.Context, q kv.Queue) (int, error) {
 	p.mu.Unlock()
 	p.stepDone(q, len(dirty), nil, queued-len(dirty), written)
 	return len(dirty), nil
+}
+
+// step is what one step of a queue took.
+type step struct {
+	dirty  []kv.Dirty
+	docs   []Doc // dirty's sessions, in order
+	queued int   // the search queue's length when read (0 for the chunk queue)
+	size   int   // the docs' searchable text, bytes
+	bulk   bool  // bulk work (false: the queue's live lane)
+}
+
+// take reads a step's entries of queue q and loads their sessions, within
+// budget (the full budget when it takes live work).
+func (p *Pipeline) take(ctx context.Context, q kv.Queue, owed bool, budget stepBudget) (step, error) {
+	st := step{bulk: true}
+	err := p.store.View(ctx, func(tx *kv.Tx) error {
+		st.dirty = tx.DirtySessions(q, p.opts.BatchSize)
+		if len(st.dirty) > 0 && st.dirty[0].Live {
+			// The chunk queue's bulk work never goes before full-text
+			// indexing (see chunkTurn).
+			if owed && (q == kv.SearchQueue || !tx.Queued(kv.SearchQueue)) {
+				st.dirty = tx.OldestDirty(q, p.opts.BatchSize)
+			} else {
+				st.bulk = false
+				budget = stepBudget{p.opts.BatchSize, p.opts.StepBytes}
+			}
+		}
+		st.dirty = st.dirty[:min(len(st.dirty), budget.sessions)]
+		if q == kv.SearchQueue {
+			st.queued = tx.QueueLen(q)
+		}
+		st.docs, st.size = st.docs[:0], 0
+		for i, d := range st.dirty {
+			doc, err := LoadDoc(tx, d.UserID, d.SessionID)
+			if err != nil {
+				return err
+			}
+			st.docs = append(st.docs, doc)
+			if st.size += doc.textBytes(); st.size >= budget.bytes {
+				st.dirty = st.dirty[:i+1] // the rest waits for the next step
+				break
+			}
+		}
+		return nil
+	})
+	return st, err
+}
+
+// keep narrows the step to kept, the subsequence of its entries this node
+// claimed.
+func (st *step) keep(kept []kv.Dirty) {
+	if len(kept) == len(st.dirty) {
+		return
+	}
+	docs, j := st.docs[:0], 0
+	st.size = 0
+	for i, d := range st.dirty {
+		if j < len(kept) && kept[j].UserID == d.UserID && kept[j].SessionID == d.SessionID {
+			docs = append(docs, st.docs[i])
+			st.size += st.docs[i].textBytes()
+			j++
+		}
+	}
+	st.dirty, st.docs = kept, docs
+}
+
+// renewClaims renews the claims on dirty's entries every third of the
+// lease until the returned stop is called, so a step that runs long (a
+// slow embedding provider) keeps its work. No-op in a bbolt file.
+func (p *Pipeline) renewClaims(ctx context.Context, dirty []kv.Dirty) (stop func()) {
+	lease := p.store.ClaimLease()
+	if lease <= 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(lease / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			lost, err := p.store.RenewClaims(ctx, dirty)
+			switch {
+			case err != nil:
+				p.log.Warn().Err(err).Msg("renewing outbox claims failed; another node may index the same sessions (harmless, only wasted)")
+			case lost > 0:
+				p.log.Warn().Int("sessions", lost).Msg("outbox claims lapsed and were taken by another node; those sessions may be indexed twice (harmless, only wasted)")
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		wg.Wait()
+	}
 }
 
 // stepDone records the outcome of a step of q that took n sessions.

@@ -38,6 +38,9 @@
 // ([Tx.DirtySessions]) and clears each one only after the index accepted it
 // ([Tx.ClearDirty]), and only if no newer write marked it again meanwhile. A
 // crash therefore loses nothing; at worst a session is indexed twice.
+// When several nodes share the records in PostgreSQL, each claims a step's
+// entries before indexing them ([Store.Claim], claims.go), so each entry is
+// indexed by one node, and by another once a dead node's lease expires.
 //
 // # Tombstones
 //

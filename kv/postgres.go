@@ -71,6 +71,17 @@ type PostgresOptions struct {
 	// MaxConns caps the connection pool; 0 means pgx's default (the
 	// larger of 4 and the number of CPUs).
 	MaxConns int32
+	// Node names this process among the nodes sharing the database in its
+	// claims on outbox entries (claims.go); "" means a random id, which
+	// is what a node wants: two processes given one id would not exclude
+	// each other.
+	Node string
+	// Lease is how long a claim on an outbox entry holds unless renewed;
+	// 0 means DefaultLease.
+	Lease time.Duration
+	// Now is the clock leases are read on; nil means time.Now (tests
+	// set it to expire a lease without waiting).
+	Now func() time.Time
 }
 
 // RecordsInPostgres reads a --records value (HINDSIGHT_RECORDS): true for
@@ -88,8 +99,8 @@ func RecordsInPostgres(records string) (bool, error) {
 
 // OpenPostgres opens the store in the PostgreSQL database dsn names
 // (postgres://user:password@host:port/db?sslmode=...), applying the schema
-// migrations it lacks first. Several processes may open the same database;
-// see doc.go for what is not yet shared between them.
+// migrations it lacks first. Several processes (nodes) may open the same
+// database; their indexers claim the outbox entries they index (claims.go).
 func OpenPostgres(ctx context.Context, dsn string, opts PostgresOptions) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
@@ -112,7 +123,17 @@ func OpenPostgres(ctx context.Context, dsn string, opts PostgresOptions) (*Store
 		pool.Close()
 		return nil, fmt.Errorf("records in PostgreSQL: %w", err)
 	}
-	s := &Store{be: be, pg: be, stop: make(chan struct{})}
+	cl := &claimer{node: opts.Node, lease: opts.Lease, now: opts.Now}
+	if cl.node == "" {
+		cl.node = NewID()
+	}
+	if cl.lease <= 0 {
+		cl.lease = DefaultLease
+	}
+	if cl.now == nil {
+		cl.now = time.Now
+	}
+	s := &Store{be: be, pg: be, claims: cl, stop: make(chan struct{})}
 	s.codec.Store(cd)
 	return s, nil
 }
@@ -184,7 +205,7 @@ func (s *Store) commitPostgres(ctx context.Context, fn func(*Tx) error) error {
 	s.mu.RUnlock()
 	defer s.inflight.Done()
 	return s.pg.update(ctx, func(t txn) error {
-		return safely(fn, &Tx{t: t, codec: s.codec.Load()})
+		return safely(fn, &Tx{t: t, codec: s.codec.Load(), claims: s.claims})
 	})
 }
 

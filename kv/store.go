@@ -73,6 +73,9 @@ type Store struct {
 	// write in a transaction of its own, on the caller's goroutine: the
 	// database orders concurrent writers, so there is no committer.
 	pg *pgBackend
+	// claims: this node's claims on outbox entries (claims.go); nil for a
+	// bbolt file, which one process owns.
+	claims *claimer
 	// inflight counts the PostgreSQL commits under way, so Close waits
 	// for them before closing the pool.
 	inflight sync.WaitGroup
@@ -200,7 +203,7 @@ func (s *Store) View(ctx context.Context, fn func(*Tx) error) error {
 		return err
 	}
 	begun := time.Now()
-	return s.be.view(ctx, func(t txn) error { return fn(&Tx{t: t, codec: s.codec.Load(), begun: begun}) })
+	return s.be.view(ctx, func(t txn) error { return fn(&Tx{t: t, codec: s.codec.Load(), begun: begun, claims: s.claims}) })
 }
 
 // Commit runs fn in a read-write transaction and returns once that transaction
@@ -391,6 +394,8 @@ type Tx struct {
 	t     txn
 	codec *codec
 	begun time.Time // when View was called (zero in write transactions)
+	// claims is the store's (claims.go), nil for a bbolt file.
+	claims *claimer
 	// prefixes caches msgPrefix in write transactions: uid+sid -> prefix.
 	prefixes map[string][]byte
 }

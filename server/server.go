@@ -110,9 +110,16 @@ func OpenRecords(ctx context.Context, cfg config.Config, log zerolog.Logger) (*k
 	if !pg {
 		return OpenStore(cfg.Data)
 	}
-	return kv.OpenPostgres(ctx, cfg.Records, kv.PostgresOptions{
+	st, err := kv.OpenPostgres(ctx, cfg.Records, kv.PostgresOptions{
 		Logf: func(format string, args ...any) { log.Info().Msgf(format, args...) },
 	})
+	if err != nil {
+		return nil, err
+	}
+	// The id this node's claims on outbox entries carry (kv/claims.go): a
+	// session stuck behind a node that died names it.
+	log.Info().Str("node", st.Node()).Dur("claim_lease", st.ClaimLease()).Msg("records in PostgreSQL: this node's id among those sharing them")
+	return st, nil
 }
 
 // New opens cfg.Data and wires every part. Nothing runs until Background
