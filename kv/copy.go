@@ -70,8 +70,9 @@ type CopyOptions struct {
 	// copy is unfinished, so a copy is resumed only from the same source;
 	// give it no secrets (a PostgreSQL address with its password redacted).
 	From string
-	// Force empties a destination that holds other records (or another
-	// source's unfinished copy) before copying, instead of refusing it.
+	// Force empties a destination that holds other records (or an
+	// unfinished copy, even from this source) before copying, instead of
+	// refusing (or resuming) it.
 	Force bool
 	// Progress, when set, is called after each batch with the bucket being
 	// copied, the keys of it copied so far and its number of keys.
@@ -149,7 +150,7 @@ func Copy(ctx context.Context, from, to *Store, opts CopyOptions) (CopyReport, e
 	}
 	mustClear := false
 	switch {
-	case mark != nil && mark.From == opts.From:
+	case mark != nil && mark.From == opts.From && !opts.Force:
 		rep.Resumed = true
 	case mark != nil && !opts.Force:
 		return rep, fmt.Errorf("copy: the destination holds an unfinished copy from %s: %w (run it again with that source, or empty the destination with --force)", mark.From, ErrDestinationNotEmpty)

@@ -381,3 +381,36 @@ func TestCopyRefuses(t *testing.T) {
 		sameSums(t, "after the forced copy", want, sumsOf(t, dst))
 	})
 }
+
+// TestCopyMismatch: a record written to the source during the copy, in a
+// bucket already copied, makes the final check fail (ErrCopyMismatch,
+// naming the bucket) rather than pass for a faithful copy; a forced copy
+// afterwards starts over and matches.
+func TestCopyMismatch(t *testing.T) {
+	src := openBolt(t, t.TempDir())
+	populate(t, src, 100)
+	dst := openPGStore(t)
+	wrote := false
+	rep, err := kv.Copy(ctx, src, dst, kv.CopyOptions{From: "src", Progress: func(bucket string, _, _ int) {
+		if bucket == "messages" && !wrote {
+			wrote = true
+			if err := src.Commit(ctx, func(tx *kv.Tx) error { _, err := tx.CreateUser("late", 9); return err }); err != nil {
+				t.Error(err)
+			}
+		}
+	}})
+	if !errors.Is(err, kv.ErrCopyMismatch) || !strings.Contains(err.Error(), "users") {
+		t.Fatalf("copy while the source changed: %v, want ErrCopyMismatch naming users", err)
+	}
+	if bad := rep.Mismatched(); len(bad) == 0 || bad[0] != "users" {
+		t.Errorf("mismatched buckets %v, want users first", bad)
+	}
+	if _, err := kv.Copy(ctx, src, dst, kv.CopyOptions{From: "src"}); !errors.Is(err, kv.ErrCopyMismatch) {
+		t.Errorf("resumed copy of a changed source: %v, want ErrCopyMismatch again", err)
+	}
+	rep, err = kv.Copy(ctx, src, dst, kv.CopyOptions{From: "src", Force: true})
+	if err != nil || rep.Resumed || !rep.Emptied {
+		t.Fatalf("forced copy: %+v, %v", rep, err)
+	}
+	sameSums(t, "after the forced copy", sumsOf(t, src), sumsOf(t, dst))
+}
