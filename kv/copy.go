@@ -300,16 +300,16 @@ func copyBucket(ctx context.Context, from, to *Store, name, after []byte, opts C
 			return err
 		}
 		cd := to.codec.Load()
+		stored := values
+		if encoded {
+			stored = make([][]byte, len(values))
+			for i, v := range values {
+				stored[i] = cd.compress(bytes.Clone(v))
+			}
+		}
 		err = to.be.update(ctx, func(t txn) error {
-			b := t.bucket(name)
-			for i, k := range keys {
-				v := values[i]
-				if encoded {
-					v = cd.compress(bytes.Clone(v))
-				}
-				if err := b.Put(k, v); err != nil {
-					return err
-				}
+			if err := putAll(t, name, keys, stored); err != nil {
+				return err
 			}
 			return t.bucket(bucketMeta).Put([]byte(metaCopyProgress), mark)
 		})
@@ -325,6 +325,36 @@ func copyBucket(ctx context.Context, from, to *Store, name, after []byte, opts C
 		}
 		after = next.After
 	}
+}
+
+// putAll puts the keys with their values into bucket name: in
+// PostgreSQL in one statement (a round trip per row would bound the copy
+// by the network's latency), elsewhere one Put at a time.
+func putAll(t txn, name []byte, keys, values [][]byte) error {
+	pt, ok := t.(*pgTxn)
+	if !ok {
+		b := t.bucket(name)
+		for i, k := range keys {
+			if err := b.Put(k, values[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if pt.err != nil {
+		return pt.err
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	pt.gen++
+	_, err := pt.tx.Exec(pt.ctx, `INSERT INTO kv_entries (bucket, key, value)
+		SELECT $1, k, coalesce(v, '') FROM unnest($2::bytea[], $3::bytea[]) AS r(k, v)
+		ON CONFLICT (bucket, key) DO UPDATE SET value = excluded.value`, string(name), keys, values)
+	if err != nil {
+		return pt.fail("write "+string(name), err)
+	}
+	return nil
 }
 
 // logical returns a copy of the value v as the records mean it: the JSON
