@@ -229,10 +229,7 @@ func copyBucket(ctx context.Context, from, to *Store, name, after []byte, opts C
 		if b := t.bucket(name); b != nil {
 			total = b.KeyN()
 			if after != nil {
-				c := b.Cursor()
-				for k, _ := c.First(); k != nil && bytes.Compare(k, after) <= 0; k, _ = c.Next() {
-					done++
-				}
+				done = countThrough(t, b, name, after)
 			}
 		}
 		return nil
@@ -355,6 +352,30 @@ func putAll(t txn, name []byte, keys, values [][]byte) error {
 		return pt.fail("write "+string(name), err)
 	}
 	return nil
+}
+
+// countThrough counts the keys of bucket b (named name) up to and
+// including after: in PostgreSQL with one query rather than reading every
+// record before a resumed copy's place.
+func countThrough(t txn, b bucket, name, after []byte) int {
+	if pt, ok := t.(*pgTxn); ok {
+		if pt.err != nil {
+			return 0
+		}
+		var n int64
+		err := pt.tx.QueryRow(pt.ctx, `SELECT count(*) FROM kv_entries WHERE bucket = $1 AND key <= $2`, string(name), after).Scan(&n)
+		if err != nil {
+			pt.fail("count "+string(name), err)
+			return 0
+		}
+		return int(n)
+	}
+	n := 0
+	c := b.Cursor()
+	for k, _ := c.First(); k != nil && bytes.Compare(k, after) <= 0; k, _ = c.Next() {
+		n++
+	}
+	return n
 }
 
 // logical returns a copy of the value v as the records mean it: the JSON

@@ -116,6 +116,9 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		printSums(stdout, rep)
 	}
 	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return fmt.Errorf("migrate: interrupted (%w): run the same command again to continue where it stopped", err)
+		}
 		if errors.Is(err, kv.ErrCopyMismatch) {
 			return fmt.Errorf("migrate: %w: did a server write to the source or the destination meanwhile? Stop it and run migrate again with --force", err)
 		}

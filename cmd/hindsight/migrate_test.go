@@ -144,6 +144,10 @@ func TestMigrate(t *testing.T) {
 		t.Errorf("migrate from a held data directory: %v, want it refused as in use", err)
 	}
 
+	_, err = runCmd(t, "migrate", "--from", t.TempDir(), "--to", t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "holds no records") {
+		t.Errorf("migrate from a directory without records: %v, want it refused", err)
+	}
 	_, err = runCmd(t, "migrate", "--from", dir, "--to", dir+"/.")
 	if err == nil || exitCode(err) != 2 {
 		t.Errorf("migrate to itself: %v, want a usage error", err)
