@@ -357,6 +357,26 @@ func TestCopyRefuses(t *testing.T) {
 		}
 	})
 
+	// A forced copy over a bbolt file that took a compression dictionary
+	// keeps the dictionary (the store compresses the copied records with
+	// it), so the file reads back whole after a reopen.
+	t.Run("over a file with a dictionary", func(t *testing.T) {
+		dir := t.TempDir()
+		dst := openBolt(t, dir)
+		populate(t, dst, 1500)
+		if _, err := kv.Copy(ctx, src, dst, kv.CopyOptions{From: "a", Force: true}); err != nil {
+			t.Fatalf("forced copy: %v", err)
+		}
+		if err := dst.Close(); err != nil {
+			t.Fatal(err)
+		}
+		dst = openBolt(t, dir)
+		sameSums(t, "reopened", want, sumsOf(t, dst))
+		if err := dst.Check(); err != nil {
+			t.Errorf("check: %v", err)
+		}
+	})
+
 	t.Run("another source's unfinished copy", func(t *testing.T) {
 		other := openBolt(t, t.TempDir())
 		populate(t, other, 100)
