@@ -106,6 +106,12 @@ func (c *codec) encode(v any) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode %T: %w", v, err)
 	}
+	return c.compress(raw), nil
+}
+
+// compress returns the stored form of the record JSON raw (encode's, or
+// expand's of another store: copy.go moves records between stores so).
+func (c *codec) compress(raw []byte) []byte {
 	if c.dictID == 0 {
 		c.sample(raw)
 	}
@@ -113,9 +119,9 @@ func (c *codec) encode(v any) ([]byte, error) {
 	out[0] = formatZstd
 	out = c.enc.EncodeAll(raw, out)
 	if len(out) >= len(raw) {
-		return raw, nil
+		return raw
 	}
-	return out, nil
+	return out
 }
 
 // expand returns the JSON of a stored record of either form.

@@ -23,6 +23,7 @@ Usage:
   hindsight reembed [--data DIR] [--embedder E]                         (re)build all vectors for the configured embedder (server stopped)
   hindsight backup --out FILE [--data DIR]                              hot backup of the records (works while serving)
   hindsight restore FILE --data DIR                                     restore a backup into an empty directory
+  hindsight migrate --from SRC --to DST [--force]                       copy the records between a data directory and PostgreSQL (servers stopped)
   hindsight redact [--data DIR] [--dry-run]                              redact secrets in stored sessions (works while serving)
   hindsight bench  relevance|load|ingest|... [flags]                    benchmarks: runs hindsight-bench (see: hindsight bench help)
   hindsight import [AGENT [PATH]] [--dry-run] [--server URL] [--key KEY] upload assistants' local history, keeping its dates
@@ -65,6 +66,8 @@ func dispatch(ctx context.Context, cmd string, rest []string, stdout, stderr io.
 		return cmdRestore(ctx, rest, stdout, stderr)
 	case "redact":
 		return cmdRedact(ctx, rest, stdout, stderr)
+	case "migrate":
+		return cmdMigrate(ctx, rest, stdout, stderr)
 	case "mcp":
 		return cmdMCP(ctx, rest, stdout, stderr)
 	case "healthcheck":
