@@ -56,7 +56,7 @@ func (ix *Index) do(ctx context.Context, method, path string, q url.Values, body
 	}
 	if resp.StatusCode/100 != 2 {
 		se := &weaviatex.StatusError{Code: resp.StatusCode, Msg: strings.TrimSpace(string(raw[:min(len(raw), 2000)]))}
-		if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
+		if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests || tenantInactive(se.Msg) {
 			return fmt.Errorf("%w: weaviate at %s: %w", ErrUnavailable, ix.where, se)
 		}
 		return fmt.Errorf("weaviate at %s: %s %s: %w", ix.where, method, path, se)
@@ -116,9 +116,14 @@ func isTenantMissing(msg string) bool {
 }
 
 // transient reports whether a server-side error message describes a node,
-// replica or shard it could not reach, or a timeout: what waiting cures.
+// replica or shard it could not reach, a timeout, or a tenant between
+// INACTIVE and ACTIVE (Settle sets every tenant inactive and active again
+// while searches run): what waiting cures.
 func transient(msg string) bool {
 	m := strings.ToLower(msg)
+	if tenantInactive(m) {
+		return true
+	}
 	for _, s := range []string{"consistency level", "connection refused", "unreachable", "timeout", "deadline exceeded",
 		"no such host", "not ready", "shutting down", "broken pipe", "connection reset", "eof", "replica", "leader"} {
 		if strings.Contains(m, s) {
@@ -126,4 +131,11 @@ func transient(msg string) bool {
 		}
 	}
 	return false
+}
+
+// tenantInactive reports whether a message is Weaviate's refusal of a
+// tenant that is INACTIVE (or being switched), which it answers with a 4xx
+// on REST and an error on GraphQL.
+func tenantInactive(msg string) bool {
+	return strings.Contains(strings.ToLower(msg), "tenant not active")
 }

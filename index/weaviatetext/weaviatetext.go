@@ -161,6 +161,15 @@ type Index struct {
 	titleW   int
 	log      zerolog.Logger
 
+	// gate keeps requests and the collections' removal apart: every
+	// request holds it shared (use) from its check that the collections
+	// exist to its last reply, Drop holds it alone. Without it a write
+	// checked before a drop lands after it, and Weaviate's auto-schema
+	// creates the collection again without multi-tenancy (queries then
+	// fail with "Unknown argument tenant" until it is dropped by hand);
+	// and a request's ensure between Drop's flag and its deletes would
+	// mark collections ready that Drop then removes.
+	gate   sync.RWMutex
 	mu     sync.Mutex // guards ready
 	ready  bool       // the server was checked and the collections exist
 	closed atomic.Bool
@@ -219,7 +228,20 @@ func (ix *Index) Ping(ctx context.Context) error {
 	return ix.do(ctx, http.MethodGet, "/v1/.well-known/ready", nil, nil, nil)
 }
 
-// ensure checks the server and creates the collections once.
+// use starts a request: it holds the gate shared and makes sure the
+// collections exist (ensure). The caller calls done when its last request
+// has been answered; on error nothing is held.
+func (ix *Index) use(ctx context.Context) (done func(), err error) {
+	ix.gate.RLock()
+	if err := ix.ensure(ctx); err != nil {
+		ix.gate.RUnlock()
+		return nil, err
+	}
+	return ix.gate.RUnlock, nil
+}
+
+// ensure checks the server and creates the collections once. Callers hold
+// the gate (use, Reset).
 func (ix *Index) ensure(ctx context.Context) error {
 	if ix.closed.Load() {
 		return index.ErrClosed
@@ -329,12 +351,21 @@ func (ix *Index) Reset(ctx context.Context) error {
 	if err := ix.Drop(ctx); err != nil {
 		return err
 	}
-	return ix.ensure(ctx)
+	done, err := ix.use(ctx)
+	if err != nil {
+		return err
+	}
+	done()
+	return nil
 }
 
 // Drop removes both collections and leaves them removed (a bench's
-// scratch index at its end); a later request creates them again.
+// scratch index at its end); a later request creates them again. It waits
+// for the requests under way to finish and holds new ones until both
+// collections are gone (see Index.gate).
 func (ix *Index) Drop(ctx context.Context) error {
+	ix.gate.Lock()
+	defer ix.gate.Unlock()
 	ix.mu.Lock()
 	ix.ready = false
 	ix.mu.Unlock()
@@ -425,9 +456,11 @@ func (ix *Index) PutSessions(ctx context.Context, sessions []index.Session) erro
 	if err != nil || len(ss) == 0 {
 		return err
 	}
-	if err := ix.ensure(ctx); err != nil {
+	done, err := ix.use(ctx)
+	if err != nil {
 		return err
 	}
+	defer done()
 	objs := make([]object, 0, len(ss))
 	for _, s := range ss {
 		objs = append(objs, object{Class: ix.sessions, ID: objectID('s', s.UserID, s.SessionID, 0), Tenant: weaviatex.TenantOf(s.UserID),
@@ -445,9 +478,11 @@ func (ix *Index) PutChunks(ctx context.Context, sessions []index.Session) error 
 	if err != nil || len(ss) == 0 {
 		return err
 	}
-	if err := ix.ensure(ctx); err != nil {
+	done, err := ix.use(ctx)
+	if err != nil {
 		return err
 	}
+	defer done()
 	var objs []object
 	stale := map[string][]any{} // tenant -> filters of chunks to remove
 	for _, s := range ss {
@@ -582,9 +617,11 @@ func (ix *Index) Delete(ctx context.Context, userID string, sessionIDs []string)
 	if len(ids) == 0 {
 		return nil
 	}
-	if err := ix.ensure(ctx); err != nil {
+	done, err := ix.use(ctx)
+	if err != nil {
 		return err
 	}
+	defer done()
 	t := weaviatex.TenantOf(userID)
 	for part := range slices.Chunk(ids, 1000) {
 		w := map[string]any{"path": []string{"sessionId"}, "operator": "ContainsAny", "valueTextArray": part}
@@ -601,9 +638,11 @@ func (ix *Index) Delete(ctx context.Context, userID string, sessionIDs []string)
 // (one count per tenant: for reindex's summary and tests, not for hot
 // paths).
 func (ix *Index) Count(ctx context.Context) (sessions, chunks uint64, err error) {
-	if err := ix.ensure(ctx); err != nil {
+	done, err := ix.use(ctx)
+	if err != nil {
 		return 0, 0, err
 	}
+	defer done()
 	count := func(class string) (uint64, error) {
 		var tenants []struct {
 			Name string `json:"name"`
@@ -658,9 +697,11 @@ func (ix *Index) Search(ctx context.Context, q index.Query) ([]index.Hit, error)
 	if err != nil {
 		return nil, err
 	}
-	if err := ix.ensure(ctx); err != nil {
+	done, err := ix.use(ctx)
+	if err != nil {
 		return nil, err
 	}
+	defer done()
 	class, fields := ix.sessions, "sessionId _additional{score}"
 	if q.Kind == index.Chunks {
 		class, fields = ix.chunks, "sessionId ordinal _additional{score}"
@@ -826,9 +867,11 @@ func (ix *Index) checkAndExplain(ctx context.Context, q index.Query, pq index.Pa
 // wrongly over postings still in memtables right after a bulk write (see
 // bench/weaviatepeer); after Settle it scores them as after a restart.
 func (ix *Index) Settle(ctx context.Context) error {
-	if err := ix.ensure(ctx); err != nil {
+	done, err := ix.use(ctx)
+	if err != nil {
 		return err
 	}
+	defer done()
 	for _, class := range []string{ix.sessions, ix.chunks} {
 		var tenants []struct {
 			Name string `json:"name"`

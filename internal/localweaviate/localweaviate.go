@@ -57,9 +57,17 @@ const EnvBinary = "HINDSIGHT_WEAVIATE_BIN"
 // ErrNoBinary: no weaviate-server was found.
 var ErrNoBinary = errors.New("no weaviate-server binary: set " + EnvBinary + " or run `make weaviate` (bash scripts/weaviate.sh install)")
 
-// readyTimeout bounds the wait for /v1/.well-known/ready (about 10 seconds
-// on 2 cores, most of it the single-node Raft bootstrap).
-const readyTimeout = 2 * time.Minute
+// readyTimeout bounds the wait for /v1/.well-known/ready when the caller's
+// context has no deadline. A start takes about 10 seconds on 2 idle cores,
+// most of it the single-node Raft election (the follower waits out its
+// heartbeat timeout, then elects itself: the "heartbeat timeout reached"
+// warning of every start), and many times that on 2 busy cores running
+// -race; the bound is for a start that hangs, not for a slow one.
+const readyTimeout = 10 * time.Minute
+
+// probeTimeout bounds one readiness probe; a probe that a starved server
+// answers late is simply repeated.
+const probeTimeout = 30 * time.Second
 
 // Binary returns the weaviate-server to run: $HINDSIGHT_WEAVIATE_BIN, else the
 // pinned binary `scripts/weaviate.sh path` names (the script is looked up
@@ -265,9 +273,12 @@ func (s *Server) waitPath(ctx context.Context, path string) error {
 	if cmd == nil {
 		return errors.New("weaviate-server is not running")
 	}
-	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
-	defer cancel()
-	client := &http.Client{Timeout: 2 * time.Second}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, readyTimeout)
+		defer cancel()
+	}
+	client := &http.Client{Timeout: probeTimeout}
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -278,7 +289,11 @@ func (s *Server) waitPath(ctx context.Context, path string) error {
 			return fmt.Errorf("weaviate-server not ready at %s: %w; its output:\n%s", s.URL, ctx.Err(), s.log.tail(8<<10))
 		case <-tick.C:
 		}
-		resp, err := client.Get(s.URL + path)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL+path, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := client.Do(req)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
