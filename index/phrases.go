@@ -279,15 +279,6 @@ func (f *docFilter) readPositions(ctx context.Context, i int, docs *roaring.Bitm
 	return nil
 }
 
-// checkAllNow reports whether, after a lazy round in which kept of the
-// fetched best documents held the phrases (fewer than limit), checking
-// every document holding the pairs is the cheaper way on: when the next
-// round, lazyGrowth times as large, is not expected to find limit of them
-// and there are at most lazyCheckAll documents to check.
-func (f *docFilter) checkAllNow(kept, limit int) bool {
-	return kept*lazyGrowth < limit && f.candidates() <= lazyCheckAll
-}
-
 // checkAll returns the filter with every unchecked phrase checked on the
 // positions of all the documents required holds (reading only those no
 // earlier verify read).

@@ -741,16 +741,9 @@ func (ws *wordSearch) raiseFloor(score float64) {
 // hits fetches lazyGrowth times as many documents holding the phrases'
 // pairs while fewer than the limit hold the phrases, up to maxLazyFetch,
 // then checks the positions of every document holding the pairs.
-//
-// A round whose yield says that lazyGrowth times as many would still not
-// be enough checks every document holding the pairs at once, when they
-// are at most lazyCheckAll: a phrase whose words are often next to each
-// other but rarely in its order (a decoy) would otherwise take a round
-// of scoring per growth step.
 const (
 	lazyGrowth   = 4
 	maxLazyFetch = MaxLimit
-	lazyCheckAll = 8192
 )
 
 // bestChecked is the pruned evaluation: the best limit documents of the
@@ -778,12 +771,11 @@ func (ws *wordSearch) bestChecked(ctx context.Context, plan wordsPlan, workers, 
 		if len(kept) >= limit || len(best) < fetch {
 			return kept[:min(limit, len(kept))], total, nil
 		}
-		if fetch < maxLazyFetch && !ws.filter.checkAllNow(len(kept), limit) {
+		if fetch < maxLazyFetch {
 			fetch = min(lazyGrowth*fetch, maxLazyFetch)
 			continue
 		}
-		// Past maxLazyFetch, or when the rounds' yield says they would
-		// read about as many: check every document holding the pairs.
+		// Past maxLazyFetch: check every document holding the pairs.
 		checked, err := ws.filter.checkAll(ctx)
 		if err != nil {
 			return nil, 0, err
