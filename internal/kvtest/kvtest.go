@@ -19,12 +19,47 @@ import (
 // Backend names a kind of store and opens a fresh one.
 type Backend struct {
 	Name string
+	// Open opens a fresh store, checked and closed at cleanup.
 	Open func(t testing.TB) *kv.Store
+	// Place makes an empty place for a store (a directory, a database)
+	// and returns its name; OpenAt opens the store kept there, again after
+	// a close or a crash, and in another process too: a test that kills a
+	// process holding a store reopens it with these. OpenAt's store is not
+	// checked or closed at cleanup: the test decides.
+	Place  func(t testing.TB) string
+	OpenAt func(ctx context.Context, place string) (*kv.Store, error)
 }
 
 // Backends are the stores the records can be kept in: a bbolt file, and
 // PostgreSQL (skipped, loudly, without it; see pgtest).
-func Backends() []Backend { return []Backend{{"bbolt", OpenBolt}, {"postgres", OpenPostgres}} }
+func Backends() []Backend {
+	return []Backend{
+		{Name: "bbolt", Open: OpenBolt,
+			Place: func(t testing.TB) string { return t.TempDir() },
+			OpenAt: func(_ context.Context, dir string) (*kv.Store, error) {
+				return kv.Open(dir, kv.Options{})
+			}},
+		{Name: "postgres", Open: OpenPostgres,
+			Place: pgtest.Database,
+			OpenAt: func(ctx context.Context, dsn string) (*kv.Store, error) {
+				return kv.OpenPostgres(ctx, dsn, kv.PostgresOptions{})
+			}},
+	}
+}
+
+// EachBackend runs fn as a subtest for each backend.
+func EachBackend(t *testing.T, fn func(t *testing.T, b Backend)) {
+	for _, b := range Backends() {
+		t.Run(b.Name, func(t *testing.T) { fn(t, b) })
+	}
+}
+
+// Checked registers st's invariant check and close at t's cleanup, as
+// Open does for its stores.
+func Checked(t testing.TB, st *kv.Store) *kv.Store {
+	cleanup(t, st)
+	return st
+}
 
 // Each runs fn as a subtest for each backend, with the opener of its stores.
 func Each(t *testing.T, fn func(t *testing.T, open func(testing.TB) *kv.Store)) {
