@@ -96,10 +96,36 @@ const EnvRecords = "HINDSIGHT_TEST_RECORDS"
 // Open (an httptest.Server, say) is shut down before the check runs.
 func Open(t testing.TB) *kv.Store {
 	t.Helper()
-	if os.Getenv(EnvRecords) == "postgres" {
-		return OpenPostgres(t)
+	return selected().Open(t)
+}
+
+// OpenUnchecked opens a fresh store where Open would, for a test that
+// breaks it (closes it under a running server, say): nothing is checked
+// at cleanup, and the store is closed there if the test has not.
+func OpenUnchecked(t testing.TB) *kv.Store {
+	t.Helper()
+	b := selected()
+	st, err := b.OpenAt(context.Background(), b.Place(t))
+	if err != nil {
+		t.Fatalf("kvtest: open store (%s): %v", b.Name, err)
 	}
-	return OpenBolt(t)
+	t.Cleanup(func() { st.Close() }) // kv.ErrClosed when the test closed it
+	return st
+}
+
+// selected is the backend HINDSIGHT_TEST_RECORDS names: PostgreSQL for
+// "postgres", else bbolt.
+func selected() Backend {
+	name := "bbolt"
+	if os.Getenv(EnvRecords) == "postgres" {
+		name = "postgres"
+	}
+	for _, b := range Backends() {
+		if b.Name == name {
+			return b
+		}
+	}
+	panic("kvtest: no backend " + name)
 }
 
 // OpenBolt opens a fresh bbolt store in t.TempDir(), checked and closed at
