@@ -83,7 +83,8 @@ func OpenPostgres(t testing.TB) *kv.Store {
 
 // EnvRecords: "postgres" makes Open open its stores in PostgreSQL
 // (OpenPostgres), so a package's tests run against that store; the
-// package's TestMain must then call pgtest.Main.
+// package's TestMain must then call pgtest.Main. "bbolt" or nothing: a
+// bbolt file; anything else fails the test.
 const EnvRecords = "HINDSIGHT_TEST_RECORDS"
 
 // Open opens a fresh store in t.TempDir() (in PostgreSQL when
@@ -96,7 +97,7 @@ const EnvRecords = "HINDSIGHT_TEST_RECORDS"
 // Open (an httptest.Server, say) is shut down before the check runs.
 func Open(t testing.TB) *kv.Store {
 	t.Helper()
-	return selected().Open(t)
+	return selected(t).Open(t)
 }
 
 // OpenUnchecked opens a fresh store where Open would, for a test that
@@ -104,7 +105,7 @@ func Open(t testing.TB) *kv.Store {
 // at cleanup, and the store is closed there if the test has not.
 func OpenUnchecked(t testing.TB) *kv.Store {
 	t.Helper()
-	b := selected()
+	b := selected(t)
 	st, err := b.OpenAt(context.Background(), b.Place(t))
 	if err != nil {
 		t.Fatalf("kvtest: open store (%s): %v", b.Name, err)
@@ -113,19 +114,22 @@ func OpenUnchecked(t testing.TB) *kv.Store {
 	return st
 }
 
-// selected is the backend HINDSIGHT_TEST_RECORDS names: PostgreSQL for
-// "postgres", else bbolt.
-func selected() Backend {
-	name := "bbolt"
-	if os.Getenv(EnvRecords) == "postgres" {
-		name = "postgres"
+// selected is the backend HINDSIGHT_TEST_RECORDS names: "postgres", or
+// "bbolt" (also when unset). Any other value fails t: a misspelt name
+// must not pass for a run on PostgreSQL.
+func selected(t testing.TB) Backend {
+	t.Helper()
+	name := os.Getenv(EnvRecords)
+	if name == "" {
+		name = "bbolt"
 	}
 	for _, b := range Backends() {
 		if b.Name == name {
 			return b
 		}
 	}
-	panic("kvtest: no backend " + name)
+	t.Fatalf("kvtest: %s=%q: want postgres or bbolt", EnvRecords, name)
+	return Backend{}
 }
 
 // OpenBolt opens a fresh bbolt store in t.TempDir(), checked and closed at
