@@ -26,20 +26,37 @@ DATASETS  ?= $(abspath $(CURDIR)/../shared/datasets)
 # the cores it leaves idle run these. Their output is held until the race
 # step ends, and either step's failure fails make test. The variables each
 # test reads are listed in README.md's Testing.
+#
+# The record store is one contract with two stores (issue 30): the kv
+# package's own tests run on bbolt and PostgreSQL (kvtest.Each) in the race
+# step, and the suites of what the records serve, the API, the dashboard and
+# MCP (RECORDS_PKGS), run a second time on PostgreSQL
+# (HINDSIGHT_TEST_RECORDS=postgres: kvtest.Open opens their stores there)
+# after the data-correctness tests, without the detector: the race step has
+# run the same code on bbolt, and what this run adds is the other store.
+# TestExportStreamingMemory is left out there (RECORDS_SKIP): it measures
+# the export's heap, which is the same code on either store, and writing
+# its 50,000 messages to PostgreSQL, a statement each, would be half of
+# this run's CPU; the other export tests read sessions in chunks there.
 NORACE_TESTS = ^(TestRankingGoldens|TestSearchMatchesReference|TestTenantStatistics|TestPruningMatchesExhaustive|TestPrunedEqualsExhaustiveRandom|TestCodesRecallAgainstExactScan|TestCodesRecallLooseClusters|TestCodesMemoryPerVector|TestNearestAgreesWithEmbedded10k|TestImportRealTranscripts|TestExportStreamingMemory)$$
 NORACE_PKGS  = ./index ./vectors ./vectors/weaviate ./cmd/hindsight ./httpd
+RECORDS_PKGS = ./httpd ./dashboard ./mcpd
+RECORDS_SKIP = ^TestExportStreamingMemory$$
 test: fmt-check vet model weaviate chromium postgres
 	@norace=$$(mktemp); trap 'rm -f $$norace' EXIT; \
 	( HINDSIGHT_DATASETS=$(DATASETS) HINDSIGHT_REQUIRE_DATASETS=1 \
 	  HINDSIGHT_WEAVIATE_BIN=$$(bash scripts/weaviate.sh path) HINDSIGHT_REQUIRE_WEAVIATE=1 \
-	  $(GO) test -count=1 -timeout 20m -run '$(NORACE_TESTS)' $(NORACE_PKGS) >$$norace 2>&1 ) & pid=$$!; \
+	  $(GO) test -count=1 -timeout 20m -run '$(NORACE_TESTS)' $(NORACE_PKGS) >$$norace 2>&1; rc=$$?; \
+	  echo "--- the API, dashboard and MCP suites on PostgreSQL (HINDSIGHT_TEST_RECORDS=postgres go test -skip '$(RECORDS_SKIP)' $(RECORDS_PKGS)):" >>$$norace; \
+	  HINDSIGHT_TEST_RECORDS=postgres HINDSIGHT_REQUIRE_POSTGRES=1 \
+	  $(GO) test -count=1 -timeout 20m -skip '$(RECORDS_SKIP)' $(RECORDS_PKGS) >>$$norace 2>&1 || rc=1; exit $$rc ) & pid=$$!; \
 	HINDSIGHT_MODEL_DIR=$(MODEL_DIR) HINDSIGHT_REQUIRE_MODEL=1 \
 	HINDSIGHT_WEAVIATE_BIN=$$(bash scripts/weaviate.sh path) HINDSIGHT_REQUIRE_WEAVIATE=1 \
 	HINDSIGHT_REQUIRE_NPM=1 HINDSIGHT_REQUIRE_BROWSER=1 HINDSIGHT_REQUIRE_MOUNT=1 HINDSIGHT_REQUIRE_POSTGRES=1 \
 	HINDSIGHT_DATASETS=$(DATASETS) HINDSIGHT_REQUIRE_DATASETS=1 \
 	$(GO) test -race -count=1 -timeout 20m ./...; race=$$?; \
 	wait $$pid; norace_rc=$$?; \
-	echo "--- the data-correctness tests without the race detector (go test -run '$(NORACE_TESTS)' $(NORACE_PKGS)):"; \
+	echo "--- the data-correctness tests without the race detector (go test -run '$(NORACE_TESTS)' $(NORACE_PKGS)), then the records' suites on PostgreSQL:"; \
 	cat $$norace; \
 	[ $$race -eq 0 ] && [ $$norace_rc -eq 0 ]
 

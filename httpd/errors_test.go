@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/hindsight-dev/hindsight/ingest"
-	"github.com/hindsight-dev/hindsight/kv"
+	"github.com/hindsight-dev/hindsight/internal/kvtest"
 )
 
 // smallLimits keep over-cap bodies small.
@@ -294,10 +294,7 @@ func TestPanicIs500WithRequestID(t *testing.T) {
 // TestStoreFailureIs500 breaks the store under a running server: reads fail
 // with a 500 that names the request id and holds no internals.
 func TestStoreFailureIs500(t *testing.T) {
-	st, err := kv.Open(t.TempDir(), kv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := kvtest.OpenUnchecked(t)
 	a := newApp(t, options{store: st})
 	key := a.user("ann")
 	a.ok("GET", "/api/sessions", key, nil) // the key is now cached
@@ -307,8 +304,10 @@ func TestStoreFailureIs500(t *testing.T) {
 	for _, path := range []string{"/api/sessions", "/api/stats", "/sync/sessions/list", "/api/sessions/get?id=0123456789abcdef"} {
 		r := a.req("GET", path, key, nil)
 		checkError(t, r, http.StatusInternalServerError, "Internal Server Error", r.header.Get("X-Request-Id"))
-		if strings.Contains(string(r.body), "database") || strings.Contains(string(r.body), "bolt") {
-			t.Errorf("%s: 500 body leaks internals: %s", path, r.body)
+		for _, internal := range []string{"database", "bolt", "postgres", "pgx", "records:", "closed"} {
+			if strings.Contains(strings.ToLower(string(r.body)), internal) {
+				t.Errorf("%s: 500 body leaks internals (%q): %s", path, internal, r.body)
+			}
 		}
 		if logs := a.logs.String(); !strings.Contains(logs, r.header.Get("X-Request-Id")) || !strings.Contains(logs, "internal error") {
 			t.Errorf("%s: the fault was not logged with its request id", path)

@@ -19,12 +19,47 @@ import (
 // Backend names a kind of store and opens a fresh one.
 type Backend struct {
 	Name string
+	// Open opens a fresh store, checked and closed at cleanup.
 	Open func(t testing.TB) *kv.Store
+	// Place makes an empty place for a store (a directory, a database)
+	// and returns its name; OpenAt opens the store kept there, again after
+	// a close or a crash, and in another process too: a test that kills a
+	// process holding a store reopens it with these. OpenAt's store is not
+	// checked or closed at cleanup: the test decides.
+	Place  func(t testing.TB) string
+	OpenAt func(ctx context.Context, place string) (*kv.Store, error)
 }
 
 // Backends are the stores the records can be kept in: a bbolt file, and
 // PostgreSQL (skipped, loudly, without it; see pgtest).
-func Backends() []Backend { return []Backend{{"bbolt", OpenBolt}, {"postgres", OpenPostgres}} }
+func Backends() []Backend {
+	return []Backend{
+		{Name: "bbolt", Open: OpenBolt,
+			Place: func(t testing.TB) string { return t.TempDir() },
+			OpenAt: func(_ context.Context, dir string) (*kv.Store, error) {
+				return kv.Open(dir, kv.Options{})
+			}},
+		{Name: "postgres", Open: OpenPostgres,
+			Place: pgtest.Database,
+			OpenAt: func(ctx context.Context, dsn string) (*kv.Store, error) {
+				return kv.OpenPostgres(ctx, dsn, kv.PostgresOptions{})
+			}},
+	}
+}
+
+// EachBackend runs fn as a subtest for each backend.
+func EachBackend(t *testing.T, fn func(t *testing.T, b Backend)) {
+	for _, b := range Backends() {
+		t.Run(b.Name, func(t *testing.T) { fn(t, b) })
+	}
+}
+
+// Checked registers st's invariant check and close at t's cleanup, as
+// Open does for its stores.
+func Checked(t testing.TB, st *kv.Store) *kv.Store {
+	cleanup(t, st)
+	return st
+}
 
 // Each runs fn as a subtest for each backend, with the opener of its stores.
 func Each(t *testing.T, fn func(t *testing.T, open func(testing.TB) *kv.Store)) {
@@ -48,7 +83,8 @@ func OpenPostgres(t testing.TB) *kv.Store {
 
 // EnvRecords: "postgres" makes Open open its stores in PostgreSQL
 // (OpenPostgres), so a package's tests run against that store; the
-// package's TestMain must then call pgtest.Main.
+// package's TestMain must then call pgtest.Main. "bbolt" or nothing: a
+// bbolt file; anything else fails the test.
 const EnvRecords = "HINDSIGHT_TEST_RECORDS"
 
 // Open opens a fresh store in t.TempDir() (in PostgreSQL when
@@ -61,10 +97,39 @@ const EnvRecords = "HINDSIGHT_TEST_RECORDS"
 // Open (an httptest.Server, say) is shut down before the check runs.
 func Open(t testing.TB) *kv.Store {
 	t.Helper()
-	if os.Getenv(EnvRecords) == "postgres" {
-		return OpenPostgres(t)
+	return selected(t).Open(t)
+}
+
+// OpenUnchecked opens a fresh store where Open would, for a test that
+// breaks it (closes it under a running server, say): nothing is checked
+// at cleanup, and the store is closed there if the test has not.
+func OpenUnchecked(t testing.TB) *kv.Store {
+	t.Helper()
+	b := selected(t)
+	st, err := b.OpenAt(context.Background(), b.Place(t))
+	if err != nil {
+		t.Fatalf("kvtest: open store (%s): %v", b.Name, err)
 	}
-	return OpenBolt(t)
+	t.Cleanup(func() { st.Close() }) // kv.ErrClosed when the test closed it
+	return st
+}
+
+// selected is the backend HINDSIGHT_TEST_RECORDS names: "postgres", or
+// "bbolt" (also when unset). Any other value fails t: a misspelt name
+// must not pass for a run on PostgreSQL.
+func selected(t testing.TB) Backend {
+	t.Helper()
+	name := os.Getenv(EnvRecords)
+	if name == "" {
+		name = "bbolt"
+	}
+	for _, b := range Backends() {
+		if b.Name == name {
+			return b
+		}
+	}
+	t.Fatalf("kvtest: %s=%q: want postgres or bbolt", EnvRecords, name)
+	return Backend{}
 }
 
 // OpenBolt opens a fresh bbolt store in t.TempDir(), checked and closed at
