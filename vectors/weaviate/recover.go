@@ -1,12 +1,14 @@
 package weaviate
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/go-openapi/strfmt"
+	"github.com/google/uuid"
 	"github.com/weaviate/weaviate/entities/models"
 
 	"github.com/hindsight-dev/hindsight/internal/weaviatex"
@@ -39,24 +41,27 @@ import (
 // at least a few hundred bytes of links).
 const recentPerUser = 256
 
-// recent is the ring of one user's last written object ids.
+// recent is the ring of one user's last written object ids (4 KiB).
 type recent struct {
-	ids  [recentPerUser]strfmt.UUID
+	ids  [recentPerUser]uuid.UUID
 	next int
 	full bool
 }
 
-func (r *recent) add(id strfmt.UUID) {
+func (r *recent) add(id uuid.UUID) {
 	r.ids[r.next] = id
 	r.next = (r.next + 1) % recentPerUser
 	r.full = r.full || r.next == 0
 }
 
-func (r *recent) list() []strfmt.UUID {
+// list returns the distinct ids, sorted.
+func (r *recent) list() []uuid.UUID {
+	ids := slices.Clone(r.ids[:r.next])
 	if r.full {
-		return slices.Clone(r.ids[:])
+		ids = slices.Clone(r.ids[:])
 	}
-	return slices.Clone(r.ids[:r.next])
+	slices.SortFunc(ids, func(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) })
+	return slices.Compact(ids)
 }
 
 // remember records the ids of objs, written for userID.
@@ -72,7 +77,9 @@ func (s *Store) remember(userID string, objs []*models.Object) {
 		s.recent[userID] = r
 	}
 	for _, o := range objs {
-		r.add(o.ID)
+		if id, err := uuid.Parse(o.ID.String()); err == nil { // ids are objectID's
+			r.add(id)
+		}
 	}
 }
 
@@ -128,7 +135,7 @@ func (s *Store) recoverUser(ctx context.Context, userID string) error {
 	defer mu.Unlock()
 	s.recentMu.Lock()
 	r := s.recent[userID]
-	var ids []strfmt.UUID
+	var ids []uuid.UUID
 	if r != nil {
 		ids = r.list()
 	}
@@ -136,8 +143,6 @@ func (s *Store) recoverUser(ctx context.Context, userID string) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	slices.Sort(ids)
-	ids = slices.Compact(ids)
 	tenant := weaviatex.TenantOf(userID)
 	quoted := make([]string, len(ids))
 	for i, id := range ids {

@@ -60,6 +60,10 @@
 // indexed as they are written (the server's ASYNC_INDEXING must stay off,
 // its default, for vector search to see a write at once).
 //
+// A killed server keeps acknowledged objects but may lose their places in
+// the vector index; the Store checks its recent writes after any failed
+// request and writes lost ones again (recover.go).
+//
 // # Concurrency
 //
 // A Store is safe for concurrent use; writes of one user are serialised in
@@ -320,6 +324,9 @@ func (s *Store) Reset(ctx context.Context) error {
 		return fmt.Errorf("reset vector store: %w", err)
 	}
 	s.model, s.dim = "", 0
+	s.recentMu.Lock()
+	clear(s.recent) // nothing left to check
+	s.recentMu.Unlock()
 	return nil
 }
 
