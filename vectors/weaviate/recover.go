@@ -179,8 +179,10 @@ func (s *Store) recoverUser(ctx context.Context, userID string) error {
 		})
 	}
 	if len(lost) > 0 {
-		// Written again over itself the object would keep its place
-		// (none): delete it first so the write indexes it afresh.
+		// Written again over itself with the same vector, the object
+		// keeps its document id and Weaviate leaves the vector index
+		// alone (TestCrashFindable fails so): delete it first, so the
+		// write indexes it afresh.
 		del := make([]string, len(lost))
 		for i, o := range lost {
 			del[i] = o.ID.String()
