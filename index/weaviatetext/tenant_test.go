@@ -43,7 +43,7 @@ import (
 // it, and not at all when the put and the delete met in one memtable; a
 // flush comes after an idle or dirty interval, so on a loaded machine the
 // "alone" and "beside" tenants split the same operations into segments
-// differently (scores 0.431 and 0.447 for the same hit). That is her own
+// differently, and her scores differ. That is her own
 // history, never another user's data; the other users' deletions stay.
 // Her "alone" tenant is settled once part-way through her writes and the
 // other is not, so the comparison also shows that with writes only the

@@ -64,9 +64,8 @@
 // document's length in the mean length until a compaction merges its
 // tombstone into the segment holding it, and never counts it when the put
 // and the delete met in one memtable. So a user who deleted sessions may
-// see her scores move a little (a few per cent) when her shard flushes or
-// compacts, at times of the server's choosing; another user's data or
-// deletions never move them. (A Settle before and after the deletions does
+// see her scores move when her shard flushes or compacts, at times of the
+// server's choosing; another user's data or deletions never move them. (A Settle before and after the deletions does
 // not make two tenants alike: compaction runs in the background.)
 //
 // # Reads
