@@ -19,7 +19,7 @@ import (
 // index, one tenant per user, gives a user the same answers, ids and
 // scores (==), whether the user's sessions are alone in the collections or
 // beside other users' (who write the same words in other proportions,
-// with deletions): for sessions and chunks. And that her session hits are
+// and delete some of them): for sessions and chunks. And that her session hits are
 // those Bleve mode gives her in an index shared with the same other
 // users: the same ids, scores in Weaviate's own scale (Bleve's divided by
 // k1+1), which holds only because both modes compute a user's statistics
@@ -34,6 +34,20 @@ import (
 //
 // Her sessions and chunks have distinct lengths, so that none of her
 // documents tie and every comparison is exact.
+//
+// She only writes new sessions: her own deletions would make her scores
+// depend on the timing of her tenant's memtable flushes and compactions,
+// which differs between two tenants given the same writes. Weaviate 1.35's
+// BM25 (BlockMax WAND) counts a deleted document's length in the mean
+// length until a compaction merges its tombstone with the segment holding
+// it, and not at all when the put and the delete met in one memtable; a
+// flush comes after an idle or dirty interval, so on a loaded machine the
+// "alone" and "beside" tenants split the same operations into segments
+// differently, and her scores differ. That is her own
+// history, never another user's data; the other users' deletions stay.
+// Her "alone" tenant is settled once part-way through her writes and the
+// other is not, so the comparison also shows that with writes only the
+// segment boundaries change nothing.
 func TestTenantStatistics(t *testing.T) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(25, 1))
@@ -103,10 +117,19 @@ func TestTenantStatistics(t *testing.T) {
 	defer besideB.Close()
 	aloneSrc.put(alice...)
 	besideSrc.put(all...)
+	batch := 0
 	for b := range slices.Chunk(all, 100) {
 		hers := slices.DeleteFunc(slices.Clone(b), func(s index.Session) bool { return s.UserID != "alice" })
 		if err := aloneW.Put(ctx, hers); err != nil {
 			t.Fatal(err)
+		}
+		if batch++; batch == 4 {
+			// Her "alone" tenant's memtables written out a third of the way
+			// through, the other's not: with writes only, where the
+			// segments split must not change a score.
+			if err := aloneW.Settle(ctx); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if err := besideW.Put(ctx, b); err != nil {
 			t.Fatal(err)
@@ -115,16 +138,11 @@ func TestTenantStatistics(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Deletions of every user.
-	for _, user := range []string{"alice", "bob", "carol", "dave"} {
+	// Deletions of every other user (see the test's doc for why not hers).
+	for _, user := range []string{"bob", "carol", "dave"} {
 		var ids []string
 		for i := 2; i < 400; i += 17 {
 			ids = append(ids, fmt.Sprintf("%s-%04d", user, i))
-		}
-		if user == "alice" {
-			if err := aloneW.Delete(ctx, user, ids); err != nil {
-				t.Fatal(err)
-			}
 		}
 		for _, x := range []interface {
 			Delete(context.Context, string, []string) error
@@ -203,8 +221,7 @@ func TestTenantStatistics(t *testing.T) {
 				// The same hits, each scored alike, and at each rank
 				// alike: the two orders may differ only among hits
 				// whose scores agree to the tolerance (the two engines
-				// round differently, and Weaviate may still count a
-				// deleted document its compaction has not dropped).
+				// round differently).
 				if !sameIDs(got, bleve) {
 					t.Errorf("%q: weaviate %v, bleve %v", text, ids(got), ids(bleve))
 					continue

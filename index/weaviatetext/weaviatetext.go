@@ -59,6 +59,16 @@
 // collections or beside other tenants, and the same hits as Bleve mode's
 // for that user (at a limit where Weaviate's pruning drops nothing).
 //
+// Within a tenant the statistics follow the tenant's own history, not only
+// its live documents: Weaviate 1.35 keeps a flushed document's length in
+// the mean length after the document is deleted or replaced (until a
+// compaction reclaims it, where weaviate/weaviate#12168 is in; for good
+// before it), and never counts it when the put and the delete met in one
+// memtable. So a user who deleted sessions may
+// see her scores move when her shard flushes or compacts, at times of the
+// server's choosing; another user's data or deletions never move them. (A Settle before and after the deletions does
+// not make two tenants alike: compaction runs in the background.)
+//
 // # Reads
 //
 // Words are OR'ed and ranked by BM25, as in Bleve. A phrase narrows the

@@ -60,6 +60,10 @@
 // indexed as they are written (the server's ASYNC_INDEXING must stay off,
 // its default, for vector search to see a write at once).
 //
+// A killed server keeps acknowledged objects but may lose their places in
+// the vector index; the Store checks its recent writes after any failed
+// request and writes lost ones again (recover.go).
+//
 // # Concurrency
 //
 // A Store is safe for concurrent use; writes of one user are serialised in
@@ -80,6 +84,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-openapi/strfmt"
@@ -142,6 +147,14 @@ type Store struct {
 
 	userLocks [64]sync.Mutex // writes of one user, striped by user id
 	seed      maphash.Seed
+
+	// Recovery after an outage (recover.go): the recent writes per user,
+	// whether a request failed since they were last checked, and one
+	// check at a time.
+	recentMu  sync.Mutex
+	recent    map[string]*recent
+	outage    atomic.Bool
+	recoverMu sync.Mutex
 }
 
 var _ vectors.Store = (*Store)(nil)
@@ -161,7 +174,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{conn: conn, client: conn.Client, class: class, where: conn.Where, seed: maphash.MakeSeed()}
+	s := &Store{conn: conn, client: conn.Client, class: class, where: conn.Where, seed: maphash.MakeSeed(), recent: map[string]*recent{}}
 	m, err := s.readMeta(ctx)
 	if err != nil {
 		s.release()
@@ -311,6 +324,9 @@ func (s *Store) Reset(ctx context.Context) error {
 		return fmt.Errorf("reset vector store: %w", err)
 	}
 	s.model, s.dim = "", 0
+	s.recentMu.Lock()
+	clear(s.recent) // nothing left to check
+	s.recentMu.Unlock()
 	return nil
 }
 
@@ -413,7 +429,10 @@ func (s *Store) write(ctx context.Context, userID string, sessions map[string][]
 	if s.dim == 0 {
 		return nil // no collection: nothing stored to remove
 	}
-	mu := &s.userLocks[maphash.String(s.seed, userID)%uint64(len(s.userLocks))]
+	if err := s.recoverWrites(ctx); err != nil {
+		return err
+	}
+	mu := s.userLock(userID)
 	mu.Lock()
 	defer mu.Unlock()
 
@@ -457,10 +476,16 @@ func (s *Store) write(ctx context.Context, userID string, sessions map[string][]
 			}
 		}
 	}
+	s.remember(userID, objs)
 	if err := s.putObjects(ctx, objs); err != nil {
 		return err
 	}
 	return s.deleteIDs(ctx, tenant, stale)
+}
+
+// userLock is the lock that serialises userID's writes.
+func (s *Store) userLock(userID string) *sync.Mutex {
+	return &s.userLocks[maphash.String(s.seed, userID)%uint64(len(s.userLocks))]
 }
 
 // idSpace is the UUID namespace of object ids.
@@ -488,6 +513,7 @@ func (s *Store) putObjects(ctx context.Context, objs []*models.Object) error {
 			return s.fail(ctx, "write vectors", err)
 		}
 		if err := weaviatex.BatchErrors(res); err != nil {
+			s.markOutage() // some objects may be half written
 			return fmt.Errorf("write vectors to weaviate at %s: %w", s.where, err)
 		}
 		objs = objs[n:]
@@ -529,6 +555,9 @@ func (s *Store) Hashes(ctx context.Context, userID, sessionID string) (map[int]s
 	}
 	if s.dim == 0 {
 		return map[int]string{}, nil
+	}
+	if err := s.recoverWrites(ctx); err != nil {
+		return nil, fmt.Errorf("read vector hashes: %w", err)
 	}
 	got, err := s.list(ctx, weaviatex.TenantOf(userID), []string{sessionID})
 	if err != nil {
@@ -621,13 +650,14 @@ func whereSessions(sids []string) string {
 
 // missingTenant turns the error of a read into "nothing stored" when the
 // tenant does not exist (Weaviate reports that as an error); any other
-// error is returned.
+// error is returned, and marks a possible outage (see recoverWrites).
 func (s *Store) missingTenant(ctx context.Context, tenant string, empty map[string]map[int]string, err error) (map[string]map[int]string, error) {
 	if ctx.Err() == nil {
 		if exists, xerr := s.client.Schema().TenantsExists().WithClassName(s.class).WithTenant(tenant).Do(ctx); xerr == nil && !exists {
 			return empty, nil
 		}
 	}
+	s.markOutage()
 	return nil, err
 }
 
@@ -652,6 +682,9 @@ func (s *Store) Nearest(ctx context.Context, userID string, q []float32, k int) 
 	qn, err := vectors.Normalised(q)
 	if err != nil {
 		return nil, fmt.Errorf("nearest: query: %w", err)
+	}
+	if err := s.recoverWrites(ctx); err != nil {
+		return nil, fmt.Errorf("nearest: %w", err)
 	}
 	tenant := weaviatex.TenantOf(userID)
 	args := fmt.Sprintf("tenant:%s, nearVector:{vector:%s}, limit:%d", weaviatex.GQLString(tenant), weaviatex.GQLVector(qn), min(k, weaviatex.MaxResults))
@@ -701,5 +734,6 @@ func (s *Store) getInto(ctx context.Context, class, args, fields string, into an
 // returns ctx's error instead when ctx ended (the client's errors do not
 // unwrap to it).
 func (s *Store) fail(ctx context.Context, op string, err error) error {
+	s.markOutage()
 	return weaviatex.FailAt(ctx, s.where, op, err)
 }
