@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"sync"
 
 	bolt "go.etcd.io/bbolt"
 	"gonum.org/v1/gonum/blas/blas32"
@@ -61,6 +62,7 @@ type signCodes struct {
 	norm       []float32 // |x−c| per row
 	dotCentre  []float32 // x·c per row
 	scratch    []uint64  // a code being written (under the user's write lock)
+	scans      sync.Pool // of *scanScratch, for concurrent scans
 }
 
 func newSignCodes(dim int, centre []float32) *signCodes {
@@ -172,10 +174,19 @@ func (c *signCodes) shortList(ctx context.Context, q codedQuery, lo, hi, n int) 
 		}
 		return top.Items(), nil
 	}
-	// The heads' distances and their histogram, then the cut that keeps
-	// at least keep rows.
-	dist := make([]uint16, hi-lo)
-	counts := make([]int, 64*hw+1)
+	// The heads' distances and their histogram, then the cut: every row
+	// nearer than it, and rows at it in row order until keep rows are
+	// kept, so the tails read (random reads, the costly part) are exactly
+	// keep, whatever the distances' ties.
+	sc, _ := c.scans.Get().(*scanScratch)
+	if sc == nil {
+		sc = new(scanScratch)
+	}
+	defer c.scans.Put(sc)
+	dist := slices.Grow(sc.dist[:0], hi-lo)[:hi-lo]
+	counts := slices.Grow(sc.counts[:0], 64*hw+1)[:64*hw+1]
+	clear(counts)
+	sc.dist, sc.counts = dist, counts
 	for start := lo; start < hi; start += scanBlock {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -191,12 +202,24 @@ func (c *signCodes) shortList(ctx context.Context, q codedQuery, lo, hi, n int) 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	atCut := keep - kept // rows at the cut still to keep
 	for i, h := range dist {
-		if int(h) <= cut {
+		switch {
+		case int(h) < cut:
+			rank(lo+i, int(h))
+		case int(h) == cut && atCut > 0:
+			atCut--
 			rank(lo+i, int(h))
 		}
 	}
 	return top.Items(), nil
+}
+
+// scanScratch is a code scan's working memory (a distance a row), reused
+// between queries: a million rows' distances are 2 MB a query otherwise.
+type scanScratch struct {
+	dist   []uint16
+	counts []int
 }
 
 // headDistances writes the Hamming distance of each head in heads (rows of

@@ -44,3 +44,39 @@ func TestHeadDistancesMatchHamming(t *testing.T) {
 		})
 	}
 }
+
+// TestShortListReadsKeepTails: rows tied at the heads' cut are taken in row
+// order until survivorsFor rows are kept, so a scan reads that many tails
+// however many heads tie (here every head is the same).
+func TestShortListReadsKeepTails(t *testing.T) {
+	const dim, n, short = 1024, 20000, 10
+	r := rand.New(rand.NewPCG(3, 4))
+	c := newSignCodes(dim, make([]float32, dim))
+	c.grow(n)
+	x := make([]float32, dim)
+	for range n {
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+			if i < 64*c.headWords {
+				x[i] = 1 + r.Float32() // the same signs: every head alike
+			}
+		}
+		c.appendRow(x)
+	}
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	got, err := c.shortList(t.Context(), c.prepare(x), 0, n, short)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep := survivorsFor(n, short)
+	if len(got) != short {
+		t.Fatalf("%d candidates, want %d", len(got), short)
+	}
+	for _, cd := range got {
+		if int(cd.row) >= keep {
+			t.Fatalf("row %d ranked: only the first %d rows tied at the cut may be", cd.row, keep)
+		}
+	}
+}
