@@ -228,8 +228,9 @@ func (b *pgBackend) close() error {
 	return nil
 }
 
-// view runs fn in a read-only snapshot. Errors that mean the database
-// cannot be reached wrap ErrUnavailable (unavailable.go).
+// view runs fn in a read-only snapshot. The database's errors wrap
+// ErrUnavailable when they mean it cannot be reached (unavailable.go);
+// fn's own errors come back as they are.
 func (b *pgBackend) view(ctx context.Context, fn func(txn) error) error {
 	tx, err := b.begin(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
@@ -241,10 +242,10 @@ func (b *pgBackend) view(ctx context.Context, fn func(txn) error) error {
 	if t.err != nil {
 		// A read failed: fn saw nothing (or less than there is), so what
 		// it concluded does not stand.
-		err = t.err
+		b.lost(t.err)
+		return markUnavailable(t.err)
 	}
-	b.lost(err)
-	return markUnavailable(err)
+	return err // fn's own, as it is
 }
 
 // beginAttempts bounds how often begin tries the pool's connections after
@@ -290,36 +291,41 @@ const maxAttempts = 20
 // retries.
 //
 // Errors that mean the database cannot be reached wrap ErrUnavailable
-// (unavailable.go); one raised by COMMIT leaves the outcome unknown.
+// (updateOnce); one raised by COMMIT leaves the outcome unknown.
 func (b *pgBackend) update(ctx context.Context, fn func(txn) error) error {
 	run := context.WithoutCancel(ctx)
 	for attempt := 1; ; attempt++ {
 		err := b.updateOnce(run, fn)
 		if err == nil || !retryable(err) || attempt == maxAttempts || ctx.Err() != nil {
-			b.lost(err)
-			return markUnavailable(err)
+			return err
 		}
 		d := time.Duration(1<<min(attempt-1, 7)) * time.Millisecond
 		time.Sleep(d/2 + rand.N(d/2+1))
 	}
 }
 
+// updateOnce runs fn in one transaction. The database's errors (begin, a
+// statement, commit) wrap ErrUnavailable when they mean it cannot be
+// reached; fn's own errors come back as they are.
 func (b *pgBackend) updateOnce(ctx context.Context, fn func(txn) error) error {
 	tx, err := b.begin(ctx, pgx.TxOptions{IsoLevel: pgx.Serializable})
 	if err != nil {
-		return fmt.Errorf("records: begin write: %w", err)
+		return markUnavailable(fmt.Errorf("records: begin write: %w", err))
 	}
 	t := &pgTxn{ctx: ctx, tx: tx, write: true}
 	err = fn(t)
 	if t.err != nil {
-		err = t.err
+		b.lost(t.err)
+		tx.Rollback(ctx)
+		return markUnavailable(t.err)
 	}
 	if err != nil {
 		tx.Rollback(ctx)
 		return err
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("records: commit: %w", err)
+		b.lost(err)
+		return markUnavailable(fmt.Errorf("records: commit: %w", err))
 	}
 	return nil
 }

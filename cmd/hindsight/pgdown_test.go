@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -39,6 +40,21 @@ func indexedSessions(t *testing.T, base string) int {
 	}
 	t.Fatalf("%s/metrics: no hindsight_indexed_sessions_total", base)
 	return 0
+}
+
+// getJSON GETs u without a key and decodes its JSON body into out; it
+// returns the status.
+func getJSON(t *testing.T, u string, out any) int {
+	t.Helper()
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		t.Errorf("GET %s: %d, body not JSON: %v", u, resp.StatusCode, err)
+	}
+	return resp.StatusCode
 }
 
 // Phases of TestPostgresRestartedUnderLoad, by when a request was sent.
@@ -190,6 +206,17 @@ func TestPostgresRestartedUnderLoad(t *testing.T) {
 		}
 		return true
 	})
+	// Liveness holds; readiness names the records.
+	for _, c := range nodes {
+		var ready struct{ Reasons []string }
+		if code := getJSON(t, c.URL+"/ready", &ready); code != http.StatusServiceUnavailable || !strings.Contains(strings.Join(ready.Reasons, "; "), "records database") {
+			t.Errorf("%s/ready with PostgreSQL down: %d %q, want 503 naming the records database", c.URL, code, ready.Reasons)
+		}
+		var health struct{ Status string }
+		if code := getJSON(t, c.URL+"/health", &health); code != http.StatusOK || health.Status != "ok" {
+			t.Errorf("%s/health with PostgreSQL down: %d %q, want 200 ok (the process is alive)", c.URL, code, health.Status)
+		}
+	}
 	if err := pg.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
