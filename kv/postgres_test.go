@@ -136,6 +136,43 @@ func TestPostgresConflictRetry(t *testing.T) {
 	}
 }
 
+// TestPostgresConflictsExhausted: a write that conflicts with another
+// writer at every attempt (each commits the same row between the write's
+// read and its write) gives up after its retries with an error wrapping
+// kv.ErrUnavailable (a 503, not a 500), and writes nothing.
+func TestPostgresConflictsExhausted(t *testing.T) {
+	dsn := pgtest.Database(t)
+	st := openPG(t, dsn, nil)
+	defer st.Close()
+	mustCommit(t, st, func(tx *kv.Tx) error { return tx.SetMeta("x", []byte("0")) })
+	other, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close(ctx)
+	runs := 0
+	err = st.Commit(ctx, func(tx *kv.Tx) error {
+		runs++
+		tx.Meta("x") // the snapshot is taken
+		if _, err := other.Exec(ctx, `UPDATE kv_entries SET value = $1 WHERE bucket = 'meta' AND key = $2`, []byte(strconv.Itoa(runs)), []byte("x")); err != nil {
+			return err
+		}
+		return tx.SetMeta("x", []byte("mine"))
+	})
+	if !errors.Is(err, kv.ErrUnavailable) {
+		t.Fatalf("a write that always conflicted: %v, want an error wrapping kv.ErrUnavailable", err)
+	}
+	if runs < 2 {
+		t.Errorf("the callback ran %d times: the conflicts were not retried", runs)
+	}
+	_ = st.View(ctx, func(tx *kv.Tx) error {
+		if got := string(tx.Meta("x")); got != strconv.Itoa(runs) {
+			t.Errorf("x = %q, want the other writer's last value %d", got, runs)
+		}
+		return nil
+	})
+}
+
 // TestPostgresServerGone: a store whose database stops, or whose
 // connections are killed mid-transaction, returns errors wrapping
 // kv.ErrUnavailable (no panic, no half-written transaction), keeps every

@@ -12,10 +12,12 @@ import (
 )
 
 // ErrUnavailable is wrapped by the errors of a store whose database (the
-// records in PostgreSQL) cannot be reached now, or went away in the middle
-// of a transaction: the server is down, restarting, refusing connections
-// or shutting down. Nothing is wrong with the request: the API answers 503
-// with Retry-After, and the indexer keeps its work queued and retries.
+// records in PostgreSQL) cannot serve a request now: it cannot be reached,
+// or went away in the middle of a transaction (the server is down,
+// restarting, refusing connections or shutting down), or a write kept
+// conflicting with other writers past its retries (maxAttempts). Nothing
+// is wrong with the request: the API answers 503 with Retry-After, and the
+// indexer keeps its work queued and retries.
 //
 // A write that failed so is not known to have failed: the connection may
 // have broken after PostgreSQL committed it. Every write of the sync API
@@ -26,7 +28,7 @@ var ErrUnavailable = errors.New("records database unavailable")
 
 // markUnavailable wraps err in ErrUnavailable when it means the database
 // cannot be reached ([unreachable]); other errors (a constraint violated,
-// bad SQL, a conflict that outlasted its retries) come back as they are.
+// bad SQL) come back as they are.
 func markUnavailable(err error) error {
 	if err == nil || errors.Is(err, ErrUnavailable) || !unreachable(err) {
 		return err
