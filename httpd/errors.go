@@ -84,6 +84,12 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 		// The client went away; nobody reads this response.
 		he = &httpError{status: statusClientClosed, code: "Client Closed Request", msg: "request cancelled"}
+	case errors.Is(err, kv.ErrBusy):
+		// PostgreSQL aborted the write for conflicts with other writers
+		// at each of its attempts: nothing of it was stored.
+		zerolog.Ctx(r.Context()).Warn().Err(err).Str("path", r.URL.Path).Msg("records database busy: answered 503")
+		he = &httpError{http.StatusServiceUnavailable, "Service Unavailable",
+			"the records database is too busy with conflicting writes for this one; nothing of it was stored: retry shortly", time.Second}
 	case errors.Is(err, kv.ErrUnavailable):
 		// The records' database (PostgreSQL) cannot be reached now: not a
 		// fault of the request. A write that failed so may still have

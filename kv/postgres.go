@@ -281,7 +281,7 @@ func (b *pgBackend) lost(err error) bool {
 
 // maxAttempts bounds how often a write is retried after serialization
 // failures; the backoff between attempts grows from 1 ms to 128 ms. A
-// write that conflicted every time wraps ErrUnavailable.
+// write that conflicted every time wraps ErrBusy.
 const maxAttempts = 20
 
 // update runs fn in a SERIALIZABLE transaction, again (in a new one) when
@@ -303,7 +303,7 @@ func (b *pgBackend) update(ctx context.Context, fn func(txn) error) error {
 		if attempt == maxAttempts {
 			// Not a fault of the write: the database is too busy with
 			// conflicting writers now. The caller may send it again.
-			return fmt.Errorf("%w: %d attempts conflicted with other writers: %w", ErrUnavailable, maxAttempts, err)
+			return fmt.Errorf("%w: %d attempts conflicted with other writers: %w", ErrBusy, maxAttempts, err)
 		}
 		d := time.Duration(1<<min(attempt-1, 7)) * time.Millisecond
 		time.Sleep(d/2 + rand.N(d/2+1))

@@ -139,7 +139,8 @@ func TestPostgresConflictRetry(t *testing.T) {
 // TestPostgresConflictsExhausted: a write that conflicts with another
 // writer at every attempt (each commits the same row between the write's
 // read and its write) gives up after its retries with an error wrapping
-// kv.ErrUnavailable (a 503, not a 500), and writes nothing.
+// kv.ErrBusy, and so kv.ErrUnavailable (a 503, not a 500), and writes
+// nothing.
 func TestPostgresConflictsExhausted(t *testing.T) {
 	dsn := pgtest.Database(t)
 	st := openPG(t, dsn, nil)
@@ -159,8 +160,8 @@ func TestPostgresConflictsExhausted(t *testing.T) {
 		}
 		return tx.SetMeta("x", []byte("mine"))
 	})
-	if !errors.Is(err, kv.ErrUnavailable) {
-		t.Fatalf("a write that always conflicted: %v, want an error wrapping kv.ErrUnavailable", err)
+	if !errors.Is(err, kv.ErrBusy) || !errors.Is(err, kv.ErrUnavailable) {
+		t.Fatalf("a write that always conflicted: %v, want an error wrapping kv.ErrBusy and kv.ErrUnavailable", err)
 	}
 	if runs < 2 {
 		t.Errorf("the callback ran %d times: the conflicts were not retried", runs)

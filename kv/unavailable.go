@@ -26,6 +26,11 @@ import (
 // A bbolt file never returns it.
 var ErrUnavailable = errors.New("records database unavailable")
 
+// ErrBusy wraps ErrUnavailable for a write that PostgreSQL aborted for
+// conflicts with other writers at each of its attempts: the database is
+// up, but too busy for this write now.
+var ErrBusy = fmt.Errorf("%w: too many conflicting writes", ErrUnavailable)
+
 // markUnavailable wraps err in ErrUnavailable when it means the database
 // cannot be reached ([unreachable]); other errors (a constraint violated,
 // bad SQL) come back as they are.

@@ -111,6 +111,7 @@ func nodeBatch(ext, word string, perBatch int) []byte {
 type nodeResponse struct {
 	status     int
 	retryAfter string // the Retry-After header
+	message    string // an error's message
 	acked      bool   // a sync answered 200 with ok and no entry errors
 	titles     []string
 }
@@ -125,11 +126,12 @@ func postBatch(ctx context.Context, client *http.Client, base, key string, body 
 	}
 	defer resp.Body.Close()
 	var res struct {
-		OK     bool
-		Errors []string
+		OK      bool
+		Errors  []string
+		Message string
 	}
 	_ = json.NewDecoder(resp.Body).Decode(&res)
-	return nodeResponse{status: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After"),
+	return nodeResponse{status: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After"), message: res.Message,
 		acked: resp.StatusCode == http.StatusOK && res.OK && len(res.Errors) == 0}, nil
 }
 
@@ -146,11 +148,13 @@ func searchNode(ctx context.Context, client *http.Client, base, key, word string
 	r := nodeResponse{status: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After")}
 	var body struct {
 		Results []struct{ Title string } `json:"results"`
+		Message string
 	}
-	if resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&body) == nil {
+	if json.NewDecoder(resp.Body).Decode(&body) == nil {
 		for _, h := range body.Results {
 			r.titles = append(r.titles, h.Title)
 		}
+		r.message = body.Message
 	}
 	return r, nil
 }
