@@ -64,9 +64,14 @@ type fixture struct {
 	dash   *Server
 }
 
+// newFixture serves cfg's dashboard over a fresh store (cfg.Store when
+// set: tests that break the store).
 func newFixture(t *testing.T, cfg Config) *fixture {
 	t.Helper()
-	st := kvtest.Open(t)
+	st := cfg.Store
+	if st == nil {
+		st = kvtest.Open(t)
+	}
 	idx, err := index.Open(t.TempDir(), index.Options{})
 	if err != nil {
 		t.Fatal(err)

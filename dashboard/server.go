@@ -341,6 +341,11 @@ func (s *Server) serveError(w http.ResponseWriter, r *http.Request, err error, v
 		pe = &pageError{http.StatusNotFound, "There is nothing here, or it belongs to another account."}
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 		return // the client went away
+	case errors.Is(err, kv.ErrUnavailable):
+		// The records' database (PostgreSQL) cannot be reached now.
+		zerolog.Ctx(r.Context()).Warn().Err(err).Str("path", r.URL.Path).Msg("dashboard: records database unavailable")
+		w.Header().Set("Retry-After", "5")
+		pe = &pageError{http.StatusServiceUnavailable, "The server's database is unavailable for the moment. Your sessions are safe; try again shortly."}
 	default:
 		zerolog.Ctx(r.Context()).Error().Err(err).Str("path", r.URL.Path).Msg("dashboard: internal error")
 		pe = &pageError{http.StatusInternalServerError, "Something went wrong on the server. If it keeps happening, report request id " + requestID(w) + "."}

@@ -84,6 +84,19 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 		// The client went away; nobody reads this response.
 		he = &httpError{status: statusClientClosed, code: "Client Closed Request", msg: "request cancelled"}
+	case errors.Is(err, kv.ErrBusy):
+		// PostgreSQL aborted the write for conflicts with other writers
+		// at each of its attempts: nothing of it was stored.
+		zerolog.Ctx(r.Context()).Warn().Err(err).Str("path", r.URL.Path).Msg("records database busy: answered 503")
+		he = &httpError{http.StatusServiceUnavailable, "Service Unavailable",
+			"the records database is too busy with conflicting writes for this one; nothing of it was stored: retry shortly", time.Second}
+	case errors.Is(err, kv.ErrUnavailable):
+		// The records' database (PostgreSQL) cannot be reached now: not a
+		// fault of the request. A write that failed so may still have
+		// landed; every sync is an upsert, so sending it again is safe.
+		zerolog.Ctx(r.Context()).Warn().Err(err).Str("path", r.URL.Path).Msg("records database unavailable: answered 503")
+		he = &httpError{http.StatusServiceUnavailable, "Service Unavailable",
+			"the records database is unavailable for the moment; retry shortly (sending a sync again is safe)", recordsRetryAfter}
 	case errors.As(err, &unavailable):
 		// A dependency's outage, not a fault of ours: the client may retry.
 		he = &httpError{http.StatusServiceUnavailable, "semantic_unavailable",
@@ -107,6 +120,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	_ = writeJSON(w, he.status, map[string]string{"error": he.code, "message": he.msg})
 }
+
+// recordsRetryAfter is the Retry-After of a 503 for the records' database:
+// a PostgreSQL restart or failover takes seconds.
+const recordsRetryAfter = 5 * time.Second
 
 // bodyErrorStatus is the status of a request body that could not be read:
 // 408 when it arrived too slowly for the server's read deadline, 499 (the

@@ -10,6 +10,8 @@ import (
 
 	"github.com/hindsight-dev/hindsight/ingest"
 	"github.com/hindsight-dev/hindsight/internal/kvtest"
+	"github.com/hindsight-dev/hindsight/internal/pgtest"
+	"github.com/hindsight-dev/hindsight/kv"
 )
 
 // smallLimits keep over-cap bodies small.
@@ -317,5 +319,78 @@ func TestStoreFailureIs500(t *testing.T) {
 	other := "osk_" + strings.Repeat("b", 32)
 	if r := a.req("GET", "/api/sessions", other, nil); r.status != http.StatusInternalServerError {
 		t.Errorf("key lookup with a broken store: %d %s, want 500", r.status, r.body)
+	}
+}
+
+// TestStoreUnavailableIs503: while the records' PostgreSQL is down every
+// read, sync and key lookup answers 503 with Retry-After and the error
+// body (not a 500: nothing is wrong with the request), naming no internals;
+// once it is back the same requests succeed, and a sync refused meanwhile,
+// sent again, is stored once.
+func TestStoreUnavailableIs503(t *testing.T) {
+	srv := pgtest.Start(t)
+	dsn, err := srv.CreateDatabase(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := kv.OpenPostgres(context.Background(), dsn, kv.PostgresOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newApp(t, options{store: kvtest.Checked(t, st)})
+	key := a.user("ann")
+	a.batch(key, `{"sessions":[{"externalId":"before","title":"before"}],"messages":[{"sessionExternalId":"before","externalId":"m","role":"user","textContent":"before the outage"}]}`)
+	id := a.byExternal(key, "before").ID
+	if err := srv.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	retried := `{"sessions":[{"externalId":"during","title":"during"}],"messages":[{"sessionExternalId":"during","externalId":"m","role":"user","textContent":"sent during the outage"}]}`
+	requests := []struct {
+		method, path string
+		body         any
+	}{
+		{"GET", "/api/sessions", nil},
+		{"GET", "/api/stats", nil},
+		{"GET", "/sync/sessions/list", nil},
+		{"GET", "/api/sessions/get?id=" + id, nil},
+		{"POST", "/sync/batch", retried},
+		{"POST", "/sync/session", `{"externalId":"single","title":"single"}`},
+		{"POST", "/sync/message", `{"sessionExternalId":"before","externalId":"m2","role":"user","textContent":"x"}`},
+		{"PATCH", "/api/sessions/eval", `{"ids":["` + id + `"],"evalReady":true}`},
+	}
+	check := func(r *response, what string) {
+		t.Helper()
+		checkError(t, r, http.StatusServiceUnavailable, "Service Unavailable", "retry")
+		if ra := r.header.Get("Retry-After"); ra == "" || ra == "0" {
+			t.Errorf("%s: Retry-After %q, want whole seconds", what, ra)
+		}
+		for _, internal := range []string{"postgres", "pgx", "sqlstate", "127.0.0.1", "dial", "records:"} {
+			if strings.Contains(strings.ToLower(string(r.body)), internal) {
+				t.Errorf("%s: 503 body leaks internals (%q): %s", what, internal, r.body)
+			}
+		}
+	}
+	for _, q := range requests {
+		check(a.req(q.method, q.path, key, q.body), q.method+" "+q.path)
+	}
+	// An uncached key needs the store: unavailable too, not a 401 or a 500.
+	check(a.req("GET", "/api/sessions", "osk_"+strings.Repeat("b", 32), nil), "an uncached key")
+	if logs := a.logs.String(); strings.Contains(logs, "internal error") {
+		t.Errorf("the outage was logged as an internal error:\n%s", logs)
+	}
+
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	a.batch(key, retried) // the plugin sends it again
+	for _, q := range requests {
+		if r := a.req(q.method, q.path, key, q.body); r.status/100 != 2 {
+			t.Errorf("%s %s with the database back: %d %s", q.method, q.path, r.status, r.body)
+		}
+	}
+	a.batch(key, retried) // twice: still one session, one message
+	g := a.get(key, a.byExternal(key, "during").ID)
+	if len(g.Messages) != 1 {
+		t.Errorf("the sync refused during the outage and sent again twice: %d messages, want 1", len(g.Messages))
 	}
 }

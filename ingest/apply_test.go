@@ -33,8 +33,10 @@ type fixture struct {
 	clock *tickingClock
 }
 
-func newFixture(t *testing.T) *fixture {
-	st := kvtest.Open(t)
+func newFixture(t *testing.T) *fixture { return newFixtureOn(t, kvtest.Open(t)) }
+
+// newFixtureOn is newFixture over a store the test opened.
+func newFixtureOn(t *testing.T, st *kv.Store) *fixture {
 	f := &fixture{t: t, st: st, clock: &tickingClock{}}
 	f.svc = ingest.NewService(st, f.clock.Now)
 	f.user = f.newUser("ann")

@@ -426,8 +426,8 @@ func (p *Pipeline) drain(ctx context.Context, q kv.Queue) (int, error) {
 	} else {
 		err = p.write(ctx, docs, p.index.PutChunks, true)
 	}
-	stopRenew()
 	if err != nil {
+		stopRenew()
 		// Another node may take the work at once, not after the lease.
 		if rerr := p.store.ReleaseClaims(context.WithoutCancel(ctx), dirty); rerr != nil {
 			p.log.Debug().Err(rerr).Msg("releasing outbox claims failed; they lapse with their lease")
@@ -436,20 +436,10 @@ func (p *Pipeline) drain(ctx context.Context, q kv.Queue) (int, error) {
 		return 0, err
 	}
 	now := time.Now()
-	// Small, and the indexer waits on it: ahead of queued bulk writes.
-	err = p.store.CommitFirst(ctx, func(tx *kv.Tx) error {
-		for _, d := range dirty {
-			if err := tx.ClearDirty(d); err != nil {
-				return err
-			}
-			if q == kv.SearchQueue {
-				if err := tx.PassOn(d); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})
+	// The claims are renewed until the entries are cleared, which may
+	// wait for the records' database to come back.
+	err = p.clear(ctx, q, dirty)
+	stopRenew()
 	if err != nil {
 		err = fmt.Errorf("clear %s queue: %w", q, err)
 		p.stepDone(q, 0, err, queued, written)
@@ -478,6 +468,55 @@ func (p *Pipeline) drain(ctx context.Context, q kv.Queue) (int, error) {
 	p.mu.Unlock()
 	p.stepDone(q, len(dirty), nil, queued-len(dirty), written)
 	return len(dirty), nil
+}
+
+// clear removes a step's entries from queue q (and passes the search
+// queue's on to the chunk queue) once the index and the stages accepted
+// their sessions. While the records' database cannot be reached
+// (kv.ErrUnavailable) it tries again, every 100 ms doubling to 2 s, until
+// the database answers or ctx ends, rather than failing the step: a failed
+// step's entries would be taken again once the database is back and their
+// sessions indexed a second time, by this node or, once their claims
+// lapsed, by another. Retrying the clear alone indexes each entry once
+// when the database is back within the claims' lease (renewed meanwhile);
+// after a longer outage another node may have taken an entry, which is
+// then indexed twice (harmless: the index writes are replacements). The
+// clear is version-checked as always: a session written again meanwhile
+// stays queued for its newer write.
+func (p *Pipeline) clear(ctx context.Context, q kv.Queue, dirty []kv.Dirty) error {
+	var sched backoff.BackOff
+	for {
+		// Small, and the indexer waits on it: ahead of queued bulk writes.
+		err := p.store.CommitFirst(ctx, func(tx *kv.Tx) error {
+			for _, d := range dirty {
+				if err := tx.ClearDirty(d); err != nil {
+					return err
+				}
+				if q == kv.SearchQueue {
+					if err := tx.PassOn(d); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+		if err == nil || !errors.Is(err, kv.ErrUnavailable) || ctx.Err() != nil {
+			if err == nil && sched != nil {
+				p.log.Info().Int("sessions", len(dirty)).Msg("records database back: the indexed sessions' outbox entries are cleared")
+			}
+			return err
+		}
+		if sched == nil {
+			sched = retry.Doubling(100*time.Millisecond, 2*time.Second)
+			p.log.Warn().Err(err).Int("sessions", len(dirty)).
+				Msg("records database unavailable: the sessions are indexed; clearing their outbox entries waits for it")
+		}
+		select {
+		case <-time.After(sched.NextBackOff()):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // step is what one step of a queue took.
@@ -559,6 +598,7 @@ func (p *Pipeline) renewClaims(ctx context.Context, dirty []kv.Dirty) (stop func
 		defer wg.Done()
 		t := time.NewTicker(lease / 3)
 		defer t.Stop()
+		failing := false // logged once per run of failures
 		for {
 			select {
 			case <-done:
@@ -569,11 +609,14 @@ func (p *Pipeline) renewClaims(ctx context.Context, dirty []kv.Dirty) (stop func
 			}
 			lost, err := p.store.RenewClaims(ctx, dirty)
 			switch {
+			case err != nil && failing:
+				p.log.Debug().Err(err).Msg("renewing outbox claims failed again")
 			case err != nil:
-				p.log.Warn().Err(err).Msg("renewing outbox claims failed; another node may index the same sessions (harmless, only wasted)")
+				p.log.Warn().Err(err).Msg("renewing outbox claims failed; if they lapse another node may index the same sessions (harmless, only wasted)")
 			case lost > 0:
 				p.log.Warn().Int("sessions", lost).Msg("outbox claims lapsed and were taken by another node; those sessions may be indexed twice (harmless, only wasted)")
 			}
+			failing = err != nil
 		}
 	}()
 	return func() {

@@ -115,7 +115,7 @@ func OpenPostgres(ctx context.Context, dsn string, opts PostgresOptions) (*Store
 	}
 	if err := migrate(ctx, pool, opts.Logf); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("records in PostgreSQL: %w", err)
+		return nil, fmt.Errorf("records in PostgreSQL: %w", markUnavailable(err))
 	}
 	be := &pgBackend{pool: pool}
 	cd, err := readCodec(ctx, be)
@@ -136,6 +136,17 @@ func OpenPostgres(ctx context.Context, dsn string, opts PostgresOptions) (*Store
 	s := &Store{be: be, pg: be, claims: cl, stop: make(chan struct{})}
 	s.codec.Store(cd)
 	return s, nil
+}
+
+// Ping checks that the records' database answers: nil for a bbolt file,
+// an error wrapping ErrUnavailable when PostgreSQL cannot be reached.
+func (s *Store) Ping(ctx context.Context) error {
+	if s.pg == nil {
+		return nil
+	}
+	err := s.pg.pool.Ping(ctx)
+	s.pg.lost(err)
+	return markUnavailable(err)
 }
 
 // SchemaVersion is the newest schema migration this version of Hindsight
@@ -217,10 +228,13 @@ func (b *pgBackend) close() error {
 	return nil
 }
 
+// view runs fn in a read-only snapshot. The database's errors wrap
+// ErrUnavailable when they mean it cannot be reached (unavailable.go);
+// fn's own errors come back as they are.
 func (b *pgBackend) view(ctx context.Context, fn func(txn) error) error {
-	tx, err := b.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	tx, err := b.begin(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
-		return fmt.Errorf("records: begin read: %w", err)
+		return markUnavailable(fmt.Errorf("records: begin read: %w", err))
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	t := &pgTxn{ctx: ctx, tx: tx}
@@ -228,13 +242,46 @@ func (b *pgBackend) view(ctx context.Context, fn func(txn) error) error {
 	if t.err != nil {
 		// A read failed: fn saw nothing (or less than there is), so what
 		// it concluded does not stand.
-		return t.err
+		b.lost(t.err)
+		return markUnavailable(t.err)
 	}
-	return err
+	return err // fn's own, as it is
+}
+
+// beginAttempts bounds how often begin tries the pool's connections after
+// one turned out broken.
+const beginAttempts = 3
+
+// begin begins a transaction. A connection the pool kept from before
+// PostgreSQL restarted fails at its first statement; then the pool's idle
+// connections are dropped (lost) and begin tries again on a new one:
+// nothing of the transaction ran, so trying again is always safe. When the
+// server is down it fails at once (a connection refused), not after
+// retries.
+func (b *pgBackend) begin(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error) {
+	for attempt := 1; ; attempt++ {
+		tx, err := b.pool.BeginTx(ctx, opts)
+		if err == nil || !b.lost(err) || attempt == beginAttempts || ctx.Err() != nil {
+			return tx, err
+		}
+	}
+}
+
+// lost reports whether err is a pooled connection found broken, and then
+// drops the pool's connections, which the same restart broke too (those
+// in use are closed when released): the next statements connect anew
+// instead of each failing once on a dead connection.
+func (b *pgBackend) lost(err error) bool {
+	if err == nil || !connLost(err) {
+		return false
+	}
+	b.pool.Reset()
+	return true
 }
 
 // maxAttempts bounds how often a write is retried after serialization
-// failures; the backoff between attempts grows from 1 ms to 128 ms.
+// failures; the backoff between attempts grows from 1 ms to 128 ms. A
+// write that conflicted every time wraps ErrBusy.
 const maxAttempts = 20
 
 // update runs fn in a SERIALIZABLE transaction, again (in a new one) when
@@ -243,34 +290,48 @@ const maxAttempts = 20
 // or rolled back, never cut off in the middle of COMMIT, so a cancelled
 // caller is never told a write failed that landed. ctx only stops the
 // retries.
+//
+// Errors that mean the database cannot be reached wrap ErrUnavailable
+// (updateOnce); one raised by COMMIT leaves the outcome unknown.
 func (b *pgBackend) update(ctx context.Context, fn func(txn) error) error {
 	run := context.WithoutCancel(ctx)
 	for attempt := 1; ; attempt++ {
 		err := b.updateOnce(run, fn)
-		if err == nil || !retryable(err) || attempt == maxAttempts || ctx.Err() != nil {
+		if err == nil || !retryable(err) || ctx.Err() != nil {
 			return err
+		}
+		if attempt == maxAttempts {
+			// Not a fault of the write: the database is too busy with
+			// conflicting writers now. The caller may send it again.
+			return fmt.Errorf("%w: %d attempts conflicted with other writers: %w", ErrBusy, maxAttempts, err)
 		}
 		d := time.Duration(1<<min(attempt-1, 7)) * time.Millisecond
 		time.Sleep(d/2 + rand.N(d/2+1))
 	}
 }
 
+// updateOnce runs fn in one transaction. The database's errors (begin, a
+// statement, commit) wrap ErrUnavailable when they mean it cannot be
+// reached; fn's own errors come back as they are.
 func (b *pgBackend) updateOnce(ctx context.Context, fn func(txn) error) error {
-	tx, err := b.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.Serializable})
+	tx, err := b.begin(ctx, pgx.TxOptions{IsoLevel: pgx.Serializable})
 	if err != nil {
-		return fmt.Errorf("records: begin write: %w", err)
+		return markUnavailable(fmt.Errorf("records: begin write: %w", err))
 	}
 	t := &pgTxn{ctx: ctx, tx: tx, write: true}
 	err = fn(t)
 	if t.err != nil {
-		err = t.err
+		b.lost(t.err)
+		tx.Rollback(ctx)
+		return markUnavailable(t.err)
 	}
 	if err != nil {
 		tx.Rollback(ctx)
 		return err
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("records: commit: %w", err)
+		b.lost(err)
+		return markUnavailable(fmt.Errorf("records: commit: %w", err))
 	}
 	return nil
 }

@@ -136,10 +136,48 @@ func TestPostgresConflictRetry(t *testing.T) {
 	}
 }
 
+// TestPostgresConflictsExhausted: a write that conflicts with another
+// writer at every attempt (each commits the same row between the write's
+// read and its write) gives up after its retries with an error wrapping
+// kv.ErrBusy, and so kv.ErrUnavailable (a 503, not a 500), and writes
+// nothing.
+func TestPostgresConflictsExhausted(t *testing.T) {
+	dsn := pgtest.Database(t)
+	st := openPG(t, dsn, nil)
+	defer st.Close()
+	mustCommit(t, st, func(tx *kv.Tx) error { return tx.SetMeta("x", []byte("0")) })
+	other, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close(ctx)
+	runs := 0
+	err = st.Commit(ctx, func(tx *kv.Tx) error {
+		runs++
+		tx.Meta("x") // the snapshot is taken
+		if _, err := other.Exec(ctx, `UPDATE kv_entries SET value = $1 WHERE bucket = 'meta' AND key = $2`, []byte(strconv.Itoa(runs)), []byte("x")); err != nil {
+			return err
+		}
+		return tx.SetMeta("x", []byte("mine"))
+	})
+	if !errors.Is(err, kv.ErrBusy) || !errors.Is(err, kv.ErrUnavailable) {
+		t.Fatalf("a write that always conflicted: %v, want an error wrapping kv.ErrBusy and kv.ErrUnavailable", err)
+	}
+	if runs < 2 {
+		t.Errorf("the callback ran %d times: the conflicts were not retried", runs)
+	}
+	_ = st.View(ctx, func(tx *kv.Tx) error {
+		if got := string(tx.Meta("x")); got != strconv.Itoa(runs) {
+			t.Errorf("x = %q, want the other writer's last value %d", got, runs)
+		}
+		return nil
+	})
+}
+
 // TestPostgresServerGone: a store whose database stops, or whose
-// connections are killed mid-transaction, returns errors (no panic, no
-// half-written transaction), keeps every write it acknowledged, and works
-// again once the database is back.
+// connections are killed mid-transaction, returns errors wrapping
+// kv.ErrUnavailable (no panic, no half-written transaction), keeps every
+// write it acknowledged, and works again once the database is back.
 func TestPostgresServerGone(t *testing.T) {
 	srv := pgtest.Start(t)
 	dsn, err := srv.CreateDatabase(ctx)
@@ -168,21 +206,40 @@ func TestPostgresServerGone(t *testing.T) {
 	if err == nil {
 		t.Fatal("a write whose connection was killed committed")
 	}
+	if !errors.Is(err, kv.ErrUnavailable) {
+		t.Errorf("a write whose connection was killed: %v, want it to wrap kv.ErrUnavailable", err)
+	}
+	// A fault of the caller's stays what it is.
+	bug := errors.New("a bug")
+	if err := st.Commit(ctx, func(tx *kv.Tx) error { return bug }); !errors.Is(err, bug) || errors.Is(err, kv.ErrUnavailable) {
+		t.Errorf("a write whose fn failed: %v, want the fn's error, not kv.ErrUnavailable", err)
+	}
+	if err := st.Ping(ctx); err != nil {
+		t.Errorf("Ping with the database up: %v", err)
+	}
 
 	// The database goes away and comes back.
 	if err := srv.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Commit(ctx, func(tx *kv.Tx) error { return tx.SetMeta("down", []byte("1")) }); err == nil {
-		t.Error("a write with the database down succeeded")
+	if err := st.Commit(ctx, func(tx *kv.Tx) error { return tx.SetMeta("down", []byte("1")) }); !errors.Is(err, kv.ErrUnavailable) {
+		t.Errorf("a write with the database down: %v, want an error wrapping kv.ErrUnavailable", err)
 	}
-	if err := st.View(ctx, func(tx *kv.Tx) error { tx.Meta("down"); return nil }); err == nil {
-		t.Error("a read with the database down succeeded")
+	if err := st.View(ctx, func(tx *kv.Tx) error { tx.Meta("down"); return nil }); !errors.Is(err, kv.ErrUnavailable) {
+		t.Errorf("a read with the database down: %v, want an error wrapping kv.ErrUnavailable", err)
+	}
+	if err := st.Ping(ctx); !errors.Is(err, kv.ErrUnavailable) {
+		t.Errorf("Ping with the database down: %v, want an error wrapping kv.ErrUnavailable", err)
 	}
 	if err := srv.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// The pool connects again by itself: the first write after the
+	// restart succeeds.
 	mustCommit(t, st, func(tx *kv.Tx) error { return tx.SetMeta("up", []byte("1")) })
+	if err := st.Ping(ctx); err != nil {
+		t.Errorf("Ping with the database back: %v", err)
+	}
 	_ = st.View(ctx, func(tx *kv.Tx) error {
 		if tx.Meta("half") != nil || tx.Meta("other-half") != nil {
 			t.Error("part of the killed write landed")
@@ -197,6 +254,37 @@ func TestPostgresServerGone(t *testing.T) {
 	})
 	if err := st.Check(); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestPostgresConnectionsKilled: connections the pool keeps idle that the
+// server ended (a restart, pg_terminate_backend) are not handed to the
+// next reads and writes as failures: the pool drops them and connects
+// again.
+func TestPostgresConnectionsKilled(t *testing.T) {
+	dsn := pgtest.Database(t)
+	st := openPG(t, dsn, nil)
+	defer st.Close()
+	for round := range 3 {
+		// Fill the pool with a few idle connections.
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_ = st.View(ctx, func(tx *kv.Tx) error { tx.Meta("x"); return nil })
+			}()
+		}
+		wg.Wait()
+		if n := query[int64](t, dsn, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`); n == 0 {
+			t.Fatalf("round %d: no connection to terminate", round)
+		}
+		if err := st.View(ctx, func(tx *kv.Tx) error { tx.Meta("x"); return nil }); err != nil {
+			t.Errorf("round %d: a read after the pool's connections were killed: %v", round, err)
+		}
+		if err := st.Commit(ctx, func(tx *kv.Tx) error { return tx.SetMeta("x", []byte(strconv.Itoa(round))) }); err != nil {
+			t.Errorf("round %d: a write after the pool's connections were killed: %v", round, err)
+		}
 	}
 }
 

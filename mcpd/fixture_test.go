@@ -49,11 +49,15 @@ type stackOptions struct {
 	embedder bool
 	rate     float64
 	burst    int
+	store    *kv.Store // replaces kvtest.Open (tests that break the store)
 }
 
 func newStack(t *testing.T, o stackOptions) *stack {
 	t.Helper()
-	st := kvtest.Open(t)
+	st := o.store
+	if st == nil {
+		st = kvtest.Open(t)
+	}
 	idx, err := index.Open(filepath.Join(t.TempDir(), "index"), index.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -65,6 +65,8 @@ func (r *Remote) get(ctx context.Context, path string, query url.Values) (*http.
 		return nil, inputErr("the Hindsight server refused the API key (401): check HINDSIGHT_API_KEY (" + msg + ")")
 	case http.StatusTooManyRequests:
 		return nil, inputErr("the Hindsight server is rate limiting this API key: retry after " + resp.Header.Get("Retry-After") + " s")
+	case http.StatusServiceUnavailable:
+		return nil, inputErr("the Hindsight server is unavailable for the moment (" + msg + "): retry after " + resp.Header.Get("Retry-After") + " s")
 	}
 	return nil, inputErr(fmt.Sprintf("the Hindsight server answered %d: %s", resp.StatusCode, msg))
 }

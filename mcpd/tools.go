@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
+	"github.com/hindsight-dev/hindsight/kv"
 	"github.com/hindsight-dev/hindsight/ranking"
 )
 
@@ -190,6 +191,9 @@ func (t *tools) fail(tool string, err error) error {
 		return err
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return errors.New("the request was cancelled or timed out")
+	case errors.Is(err, kv.ErrUnavailable):
+		t.log.Warn().Err(err).Str("tool", tool).Msg("mcp tool failed: records database unavailable")
+		return errors.New("the Hindsight server's records database is unavailable for the moment: retry shortly")
 	}
 	t.log.Error().Err(err).Str("tool", tool).Msg("mcp tool failed")
 	return errors.New("internal error: the Hindsight server failed to answer (see its log)")

@@ -290,6 +290,11 @@ func OutboxDepth(st *kv.Store) func() int {
 // readiness lists why the service cannot fully answer yet (none = ready).
 func (s *Server) readiness(ctx context.Context) []string {
 	var reasons []string
+	if err := s.Store.Ping(ctx); err != nil {
+		// Not the error's text: /ready is public, and it names the
+		// database's address and user.
+		reasons = append(reasons, "records database (PostgreSQL) unavailable: syncs and reads answer 503 until it is back")
+	}
 	if s.rebuilding.Load() {
 		reasons = append(reasons, "full-text index is being rebuilt from the records")
 	}

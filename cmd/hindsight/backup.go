@@ -89,12 +89,15 @@ func openPartial(name string) (*os.File, error) {
 // index is rebuilt from the records at the next start.
 func cmdRestore(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg := config.Default()
-	pos, err := loadFlags(cli.NewFlags("restore", "restore FILE --data DIR", stderr), args, func(ld *config.Loader) { ld.Data(&cfg) })
+	pos, err := loadFlags(cli.NewFlags("restore", "restore FILE --data DIR", stderr), args, func(ld *config.Loader) { ld.Data(&cfg); ld.Records(&cfg) })
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
 		return cli.Usage("usage: hindsight restore FILE --data DIR")
+	}
+	if err := dataDirOnly("restore", cfg.Records, "it installs a backup file into an empty data directory; records in PostgreSQL are restored with pg_restore (README, \"Records in PostgreSQL\"), and a backup file goes into PostgreSQL by restoring it into a new data directory, then hindsight migrate --from DIR --to postgres://..."); err != nil {
+		return err
 	}
 	if err := server.Restore(ctx, pos[0], cfg.Data); err != nil {
 		return err

@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -67,5 +69,46 @@ func TestRecordsInPostgres(t *testing.T) {
 	_, err = runCmd(t, "users", "list", "--records", "mysql://db/hindsight")
 	if err == nil || !strings.Contains(err.Error(), "postgres://") {
 		t.Errorf("users list --records mysql://...: %v, want an error naming what --records takes", err)
+	}
+}
+
+// TestDataDirCommandsRefusePostgres: redact, reembed and restore work on
+// the records of a data directory only; given records in PostgreSQL
+// (--records or HINDSIGHT_RECORDS) each refuses, saying so and what to do
+// instead, and touches nothing (no PostgreSQL is needed to refuse).
+func TestDataDirCommandsRefusePostgres(t *testing.T) {
+	const dsn = "postgres://nobody@127.0.0.1:1/none?sslmode=disable"
+	for _, tc := range []struct {
+		cmd  string
+		args []string
+		want string // besides the common part
+	}{
+		{"redact", nil, "not supported yet"},
+		{"reembed", nil, "not supported yet"},
+		{"restore", []string{filepath.Join(t.TempDir(), "backup.db")}, "pg_restore"},
+	} {
+		for _, viaEnv := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/env=%v", tc.cmd, viaEnv), func(t *testing.T) {
+				dir := t.TempDir()
+				args := append([]string{tc.cmd, "--data", dir}, tc.args...)
+				if viaEnv {
+					t.Setenv("HINDSIGHT_RECORDS", dsn)
+				} else {
+					args = append(args, "--records", dsn)
+				}
+				_, err := runCmd(t, args...)
+				if err == nil {
+					t.Fatalf("hindsight %s with the records in PostgreSQL succeeded, want a refusal", tc.cmd)
+				}
+				for _, want := range []string{tc.cmd + ": the records are in PostgreSQL", tc.want} {
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("error %q does not say %q", err, want)
+					}
+				}
+				if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+					t.Errorf("the refused %s wrote %d entries into the data directory", tc.cmd, len(entries))
+				}
+			})
+		}
 	}
 }

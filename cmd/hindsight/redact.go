@@ -29,6 +29,7 @@ func cmdRedact(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	dry := fs.Bool("dry-run", false, "count what would be redacted, by kind, and change nothing")
 	pos, err := loadFlags(fs, args, func(ld *config.Loader) {
 		ld.Data(&cfg)
+		ld.Records(&cfg)
 		ld.Redact(&cfg)
 	})
 	if err != nil {
@@ -36,6 +37,9 @@ func cmdRedact(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if len(pos) > 0 {
 		return cli.Usage("redact takes no arguments")
+	}
+	if err := dataDirOnly("redact", cfg.Records, "redacting records already stored in PostgreSQL is not supported yet (new syncs are redacted as they arrive, on every node)"); err != nil {
+		return err
 	}
 	if cfg.Redact.Off {
 		return cli.Usage("--redact=off (or HINDSIGHT_REDACT=off) leaves nothing to redact with")

@@ -21,12 +21,16 @@ func cmdReembed(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	cfg := config.Default()
 	if pos, err := loadFlags(cli.NewFlags("reembed", "reembed [--data DIR] [--embedder openai|local]", stderr), args, func(ld *config.Loader) {
 		ld.Data(&cfg)
+		ld.Records(&cfg)
 		ld.Semantic(&cfg)
 		ld.Embedder(&cfg, "openai or local; default as for serve")
 	}); err != nil {
 		return err
 	} else if len(pos) > 0 {
 		return cli.Usage("reembed takes no arguments")
+	}
+	if err := dataDirOnly("reembed", cfg.Records, "re-embedding records kept in PostgreSQL is not supported yet"); err != nil {
+		return err
 	}
 	st, err := server.OpenStore(cfg.Data)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"os"
 
 	"github.com/hindsight-dev/hindsight/config"
+	"github.com/hindsight-dev/hindsight/kv"
 	"github.com/hindsight-dev/hindsight/server"
 )
 
@@ -117,4 +118,20 @@ func loadFlags(fs *flag.FlagSet, args []string, bind func(*config.Loader)) ([]st
 		return nil, cli.Usage(err.Error())
 	}
 	return pos, nil
+}
+
+// dataDirOnly refuses command cmd, which works on the records of a data
+// directory (the bbolt file) only, when records (--records,
+// HINDSIGHT_RECORDS) is a PostgreSQL address: run against the data
+// directory it would change records no node serves. why says what to do
+// instead.
+func dataDirOnly(cmd, records, why string) error {
+	pg, err := kv.RecordsInPostgres(records)
+	if err != nil {
+		return cli.Usage(err.Error())
+	}
+	if pg {
+		return fmt.Errorf("%s: the records are in PostgreSQL (--records, HINDSIGHT_RECORDS), and %s works on the records of a data directory only: %s", cmd, cmd, why)
+	}
+	return nil
 }
