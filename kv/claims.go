@@ -16,9 +16,11 @@ import (
 //	outbox.claims: queue(1)+uid+sid -> expiry(8, Unix ns) | node id
 //
 // Claim reads each entry's claim and its outbox entry and writes its own
-// claim in one SERIALIZABLE transaction, so two nodes claiming the same
-// entry at once conflict: PostgreSQL aborts one, which runs again, sees
-// the other's claim and skips the entry. That is FOR UPDATE SKIP LOCKED
+// claim in one write transaction. Writers take turns on the write lock
+// (postgres.go), so of two nodes claiming the same entry the second sees
+// the first's claim and skips the entry; where the lock is missing
+// (engines other than PostgreSQL), SERIALIZABLE makes them conflict and the
+// retry of one skips it. That is FOR UPDATE SKIP LOCKED
 // built from the buckets, without a lock held across the indexing (which
 // takes seconds and talks to other services). A claim holds for a lease
 // (30 s by default) that the node renews while the work runs

@@ -24,7 +24,8 @@ import (
 // The records are stored as they are in bbolt (codec.go), so the domain
 // code above the buckets is one and the same.
 //
-// Each Commit is a SERIALIZABLE transaction and each View a read-only
+// Each Commit is a SERIALIZABLE transaction taken under an advisory lock that
+// writers on every node take turns on (pgWriteLock), and each View a read-only
 // REPEATABLE READ one (a snapshot, as bbolt's read transactions are).
 // Cursors read rows in batches (16 growing to 256, key > the last one read),
 // never a round trip per row.
@@ -36,7 +37,8 @@ import (
 // The SQL is plain and runs on PostgreSQL 12 and later. On engines that
 // speak PostgreSQL's protocol but are not PostgreSQL (CockroachDB, YugabyteDB)
 // what would differ: pg_advisory_lock, which serializes migrations between
-// nodes starting at once, is a no-op or missing there; a sequence is slow
+// nodes starting at once and writers always, is a no-op or missing there
+// (writers then conflict and retry, as they did before it was taken); a sequence is slow
 // on CockroachDB (unique_rowid() is its idiom); COLLATE "C" on the bucket
 // column may be refused. The retry on SQLSTATE 40001 is what such an
 // engine needs, as PostgreSQL does.
@@ -117,7 +119,7 @@ func OpenPostgres(ctx context.Context, dsn string, opts PostgresOptions) (*Store
 		pool.Close()
 		return nil, fmt.Errorf("records in PostgreSQL: %w", markUnavailable(err))
 	}
-	be := &pgBackend{pool: pool}
+	be := &pgBackend{pool: pool, turn: make(chan struct{}, 1)}
 	cd, err := readCodec(ctx, be)
 	if err != nil {
 		pool.Close()
@@ -205,7 +207,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, logf func(string, ...any))
 }
 
 // commitPostgres is Commit in PostgreSQL: fn in a SERIALIZABLE transaction
-// of its own, run again when the database aborts it for a conflict.
+// of its own under the write lock, run again when the database aborts it.
 func (s *Store) commitPostgres(ctx context.Context, fn func(*Tx) error) error {
 	s.mu.RLock()
 	if s.closed {
@@ -221,7 +223,14 @@ func (s *Store) commitPostgres(ctx context.Context, fn func(*Tx) error) error {
 }
 
 // pgBackend keeps the buckets in PostgreSQL.
-type pgBackend struct{ pool *pgxpool.Pool }
+type pgBackend struct {
+	pool *pgxpool.Pool
+	// turn is this node's writers' queue for the write lock (pgWriteLock):
+	// one of them at a time holds a connection waiting for it, so writers
+	// queued behind a long write do not hold every pooled connection and
+	// reads go on.
+	turn chan struct{}
+}
 
 func (b *pgBackend) close() error {
 	b.pool.Close()
@@ -284,19 +293,20 @@ func (b *pgBackend) lost(err error) bool {
 // write that conflicted every time wraps ErrBusy.
 const maxAttempts = 20
 
-// update runs fn in a SERIALIZABLE transaction, again (in a new one) when
+// update runs fn in a SERIALIZABLE transaction that holds the write lock
+// (writers take turns across nodes: pgWriteLock), again (in a new one) when
 // PostgreSQL aborts it for a serialization failure or a deadlock. The
 // transaction runs without ctx's cancellation: once begun it is committed
 // or rolled back, never cut off in the middle of COMMIT, so a cancelled
-// caller is never told a write failed that landed. ctx only stops the
-// retries.
+// caller is never told a write failed that landed. ctx only bounds the
+// wait for the lock and stops the retries.
 //
 // Errors that mean the database cannot be reached wrap ErrUnavailable
 // (updateOnce); one raised by COMMIT leaves the outcome unknown.
 func (b *pgBackend) update(ctx context.Context, fn func(txn) error) error {
 	run := context.WithoutCancel(ctx)
 	for attempt := 1; ; attempt++ {
-		err := b.updateOnce(run, fn)
+		err := b.updateOnce(ctx, run, fn)
 		if err == nil || !retryable(err) || ctx.Err() != nil {
 			return err
 		}
@@ -310,12 +320,21 @@ func (b *pgBackend) update(ctx context.Context, fn func(txn) error) error {
 	}
 }
 
-// updateOnce runs fn in one transaction. The database's errors (begin, a
+// updateOnce runs fn in one transaction, taken while this connection holds
+// the write lock (pgWriteLock). The database's errors (the lock, begin, a
 // statement, commit) wrap ErrUnavailable when they mean it cannot be
-// reached; fn's own errors come back as they are.
-func (b *pgBackend) updateOnce(ctx context.Context, fn func(txn) error) error {
-	tx, err := b.begin(ctx, pgx.TxOptions{IsoLevel: pgx.Serializable})
+// reached; fn's own errors come back as they are. wait bounds the wait for
+// the lock (the caller's context: nothing has run yet); ctx, the
+// transaction.
+func (b *pgBackend) updateOnce(wait, ctx context.Context, fn func(txn) error) error {
+	conn, err := b.writer(wait)
 	if err != nil {
+		return markUnavailable(fmt.Errorf("records: take the write lock: %w", err))
+	}
+	defer b.unlock(ctx, conn)
+	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.Serializable})
+	if err != nil {
+		b.lost(err)
 		return markUnavailable(fmt.Errorf("records: begin write: %w", err))
 	}
 	t := &pgTxn{ctx: ctx, tx: tx, write: true}
@@ -334,6 +353,59 @@ func (b *pgBackend) updateOnce(ctx context.Context, fn func(txn) error) error {
 		return markUnavailable(fmt.Errorf("records: commit: %w", err))
 	}
 	return nil
+}
+
+// pgWriteLock is the advisory lock key every write transaction holds, on
+// every node: writers take turns, as bbolt's single writer does. Taken
+// before BEGIN, so a transaction's snapshot comes after the last writer's
+// commit and SERIALIZABLE has nothing to abort among writers: without it,
+// writes of different sessions conflicted through the one table's index
+// pages and a batch under load could exhaust its attempts (bench/results/nodes).
+const pgWriteLock = pgMigrationLock + 1
+
+// writer returns a pooled connection holding the write lock (and this
+// node's turn), retrying like begin when the pool's connection turns out
+// broken.
+func (b *pgBackend) writer(ctx context.Context) (*pgxpool.Conn, error) {
+	select {
+	case b.turn <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	conn, err := b.lockedConn(ctx)
+	if err != nil {
+		<-b.turn
+	}
+	return conn, err
+}
+
+func (b *pgBackend) lockedConn(ctx context.Context) (*pgxpool.Conn, error) {
+	for attempt := 1; ; attempt++ {
+		conn, err := b.pool.Acquire(ctx)
+		if err == nil {
+			if _, err = conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, int64(pgWriteLock)); err == nil {
+				return conn, nil
+			}
+			// Cut off or broken while waiting: a closed connection
+			// holds no lock, so the lock cannot outlive this.
+			conn.Conn().Close(context.WithoutCancel(ctx))
+			conn.Release()
+		}
+		if !b.lost(err) || attempt == beginAttempts || ctx.Err() != nil {
+			return nil, err
+		}
+	}
+}
+
+// unlock releases the write lock, the connection and the node's turn. A
+// connection that cannot release the lock is closed, which releases it with
+// its session.
+func (b *pgBackend) unlock(ctx context.Context, conn *pgxpool.Conn) {
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock($1)`, int64(pgWriteLock)); err != nil {
+		conn.Conn().Close(ctx)
+	}
+	conn.Release()
+	<-b.turn
 }
 
 // retryable reports whether err is PostgreSQL aborting a transaction that

@@ -214,10 +214,11 @@ func (s *Store) View(ctx context.Context, fn func(*Tx) error) error {
 // another fn of the same group fails), so it must reset any state it
 // computes on every run.
 //
-// In PostgreSQL each Commit is a SERIALIZABLE transaction of its own, and
-// fn runs again, in a new transaction, when the database aborts it for a
-// serialization failure or a deadlock with another writer (on this node or
-// another): the same contract, fn may run more than once.
+// In PostgreSQL each Commit is a SERIALIZABLE transaction of its own under
+// the write lock writers on every node take turns on, and fn runs again, in
+// a new transaction, when the database aborts it for a serialization
+// failure or a deadlock (with a writer outside the lock): the same
+// contract, fn may run more than once.
 func (s *Store) Commit(ctx context.Context, fn func(*Tx) error) error {
 	return s.commit(ctx, s.calls, fn)
 }
