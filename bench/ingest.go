@@ -152,6 +152,7 @@ type workload struct {
 	batches [][]byte // /sync/batch bodies
 	singles [][]byte // /sync/message bodies
 	records [][]byte // the batch phase's messages as JSON, for the raw ceiling
+	titles  []string // the batch phase's session titles
 }
 
 func buildWorkload(o IngestOptions) workload {
@@ -170,6 +171,7 @@ func buildWorkload(o IngestOptions) workload {
 	for n := 0; n < o.BatchMessages; {
 		s := g.Session(40)
 		sessions = append(sessions, s)
+		w.titles = append(w.titles, s.Title)
 		for _, m := range s.Messages {
 			if n == o.BatchMessages {
 				break

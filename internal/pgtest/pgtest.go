@@ -89,13 +89,28 @@ type Server struct {
 	dir  string // the temporary directory: data/, the socket, the log
 	port int
 	cred *syscall.Credential // the account the server runs as; nil: this process's
+	opts Options
 
 	mu  sync.Mutex
 	dbs int // databases made by Database, for their names
 }
 
+// Options are how a launched server runs.
+type Options struct {
+	// Durable keeps fsync and full-page writes on, as a deployment runs
+	// them: for measurements (hindsight-bench nodes compares the records in
+	// PostgreSQL with bbolt's, which syncs every commit). Tests leave it
+	// off: see Start.
+	Durable bool
+}
+
 // Launch initialises a cluster in a new temporary directory and starts it.
 func Launch(ctx context.Context) (*Server, error) {
+	return LaunchWith(ctx, Options{})
+}
+
+// LaunchWith is Launch with options.
+func LaunchWith(ctx context.Context, o Options) (*Server, error) {
 	bin, err := Binaries()
 	if err != nil {
 		return nil, err
@@ -104,7 +119,7 @@ func Launch(ctx context.Context) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{bin: bin, dir: dir}
+	s := &Server{bin: bin, dir: dir, opts: o}
 	if os.Geteuid() == 0 {
 		if s.cred, err = postgresAccount(); err != nil {
 			os.RemoveAll(dir)
@@ -174,10 +189,13 @@ func (s *Server) run(ctx context.Context, prog string, args ...string) error {
 }
 
 // Start starts the server (again, after Stop or Kill) on its port. fsync is
-// off: the tests kill processes, not machines, and what a killed server
-// wrote is in the page cache for the next start.
+// off unless Options.Durable: the tests kill processes, not machines, and
+// what a killed server wrote is in the page cache for the next start.
 func (s *Server) Start(ctx context.Context) error {
-	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c fsync=off -c full_page_writes=off", s.port, s.dir)
+	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s", s.port, s.dir)
+	if !s.opts.Durable {
+		opts += " -c fsync=off -c full_page_writes=off"
+	}
 	if err := s.run(ctx, "pg_ctl", "start", "-w", "-D", s.data(), "-l", s.log(), "-o", opts); err != nil {
 		return fmt.Errorf("start PostgreSQL: %w\n%s", err, s.Tail(4<<10))
 	}
