@@ -31,6 +31,7 @@ type serveNode struct {
 	mu   sync.Mutex
 	id   string   // its node id among those sharing the records ("" on bbolt)
 	tail []string // the last lines of its output
+	errs []string // the last lines it logged at level error
 }
 
 var (
@@ -138,6 +139,12 @@ func (n *serveNode) read(r io.Reader, url chan<- string) {
 		if len(n.tail) > 40 {
 			n.tail = n.tail[len(n.tail)-40:]
 		}
+		if strings.Contains(line, `"level":"error"`) {
+			n.errs = append(n.errs, line)
+			if len(n.errs) > 10 {
+				n.errs = n.errs[len(n.errs)-10:]
+			}
+		}
 		n.mu.Unlock()
 		if m := listeningLine.FindStringSubmatch(line); m != nil {
 			select {
@@ -162,6 +169,17 @@ func (n *serveNode) output() string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return strings.Join(n.tail, "\n")
+}
+
+// failed wraps err, a failure against the node, with the errors it
+// logged last.
+func (n *serveNode) failed(err error) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err == nil || len(n.errs) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w; %s logged last:\n%s", err, n.name, strings.Join(n.errs, "\n"))
 }
 
 func (n *serveNode) waitReady(ctx context.Context) error {

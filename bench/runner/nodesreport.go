@@ -26,19 +26,35 @@ func nodesReport(r *NodesResult) string {
 		fmt.Fprintf(&b, "| batch ingest, messages/s | %.0f | %.0f | **%.2f** |\n", in.Bbolt.BatchMsgsPS, in.Postgres.BatchMsgsPS, in.BatchRatio)
 		fmt.Fprintf(&b, "| batch request p99, ms | %.1f | %.1f | %.2f |\n", in.Bbolt.BatchP99ms, in.Postgres.BatchP99ms, in.BatchP99Ratio)
 		fmt.Fprintf(&b, "| single syncs/s | %.0f | %.0f | **%.2f** |\n", in.Bbolt.SingleSyncPS, in.Postgres.SingleSyncPS, in.SingleRatio)
-		fmt.Fprintf(&b, "| single sync p99, ms | %.1f | %.1f | %.2f |\n\n", in.Bbolt.SingleP99ms, in.Postgres.SingleP99ms, in.SingleP99Ratio)
+		fmt.Fprintf(&b, "| single sync p99, ms | %.1f | %.1f | %.2f |\n", in.Bbolt.SingleP99ms, in.Postgres.SingleP99ms, in.SingleP99Ratio)
+		fmt.Fprintf(&b, "| failed batch requests (5xx), all rounds | %d of %d | %d of %d | |\n", in.Bbolt.BatchFailed, in.Bbolt.BatchSent, in.Postgres.BatchFailed, in.Postgres.BatchSent)
+		fmt.Fprintf(&b, "| failed single syncs (5xx), all rounds | %d of %d | %d of %d | |\n\n", in.Bbolt.SingleFailed, in.Bbolt.SingleSent, in.Postgres.SingleFailed, in.Postgres.SingleSent)
 		b.WriteString("Every run (indexed after = how long indexing went on after the phase's last response; raw bbolt = the same records " +
 			"written straight into a bbolt file on the same disk, the ceiling `bench ingest` reports):\n\n" +
-			"| round | store | batch msgs/s | batch p99 ms | indexed after s | singles/s | single p99 ms | indexed after s | raw bbolt batch/s | live probe p99 ms |\n" +
-			"|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+			"| round | store | batch msgs/s | batch p99 ms | failed batches | indexed after s | singles/s | single p99 ms | failed singles | indexed after s | raw bbolt batch/s | live probe p99 ms |\n" +
+			"|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		var failures []string
 		for _, run := range in.Runs {
 			x := run.Result
 			live := 0.0
 			if x.Batch.Live != nil {
 				live = x.Batch.Live.P99ms
 			}
-			fmt.Fprintf(&b, "| %d | %s | %.0f | %.1f | %.1f | %.0f | %.1f | %.1f | %.0f | %.0f |\n", run.Round, run.Store,
-				x.Batch.MessagesPS, x.Batch.P99ms, x.Batch.IndexedAfter, x.Single.RequestsPS, x.Single.P99ms, x.Single.IndexedAfter, x.Batch.CeilingPS, live)
+			fmt.Fprintf(&b, "| %d | %s | %.0f | %.1f | %d of %d | %.1f | %.0f | %.1f | %d of %d | %.1f | %.0f | %.0f |\n", run.Round, run.Store,
+				x.Batch.MessagesPS, x.Batch.P99ms, x.Batch.Failed, x.Batch.Failed+x.Batch.Requests, x.Batch.IndexedAfter,
+				x.Single.RequestsPS, x.Single.P99ms, x.Single.Failed, x.Single.Failed+x.Single.Requests, x.Single.IndexedAfter, x.Batch.CeilingPS, live)
+			for _, f := range []string{x.Batch.FirstFailure, x.Single.FirstFailure, x.Batch.ProbeFailure} {
+				if f != "" {
+					failures = append(failures, fmt.Sprintf("round %d, %s: `%s`", run.Round, run.Store, f))
+				}
+			}
+		}
+		if len(failures) > 0 {
+			b.WriteString("\n**Requests failed** (answered with a 5xx status; the rates count only the accepted messages, the p99 includes " +
+				"the failed requests; a failed live probe stops early). The first failure of each phase that had any:\n\n")
+			for _, f := range failures {
+				b.WriteString("- " + f + "\n")
+			}
 		}
 		b.WriteString("\n")
 	}
