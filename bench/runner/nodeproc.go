@@ -3,6 +3,7 @@ package runner
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -169,6 +171,23 @@ func (n *serveNode) output() string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return strings.Join(n.tail, "\n")
+}
+
+// loggedErrors returns the distinct errors (the "error" field) of the
+// last lines the node logged at level error.
+func (n *serveNode) loggedErrors() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var out []string
+	for _, line := range n.errs {
+		var l struct {
+			Error string `json:"error"`
+		}
+		if json.Unmarshal([]byte(line), &l) == nil && l.Error != "" && !slices.Contains(out, l.Error) {
+			out = append(out, l.Error)
+		}
+	}
+	return out
 }
 
 // failed wraps err, a failure against the node, with the errors it

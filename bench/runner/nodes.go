@@ -85,6 +85,9 @@ type StoreRun struct {
 	Round  int                `json:"round"`
 	Store  string             `json:"store"` // bbolt or postgres
 	Result bench.IngestResult `json:"result"`
+	// Errors are the distinct errors the node logged last (up to ten
+	// lines), when it failed requests.
+	Errors []string `json:"node_errors,omitempty"`
 }
 
 // StoreFigures are one store's figures.
@@ -122,8 +125,8 @@ type SearchWay struct {
 	N        int     `json:"n"`
 	P50ms    float64 `json:"p50_ms"`
 	P99ms    float64 `json:"p99_ms"`
-	PerS     float64 `json:"queries_per_s"` // over the timed rounds' wall time
-	IndexedS float64 `json:"corpus_indexed_s"`
+	PerS     float64 `json:"queries_per_s"`               // over the timed rounds' wall time
+	IndexedS float64 `json:"corpus_synced_and_indexed_s"` // from the corpus's first batch (one client) until the outbox was empty
 }
 
 // Takeover is how long a killed node's claimed outbox entries take to be
@@ -251,11 +254,11 @@ func storeIngest(ctx context.Context, c NodesConfig, pg *pgtest.Server, work str
 		}
 		for _, store := range order {
 			say("ingest round %d of %d: records in %s", round, c.Rounds, store)
-			ir, err := ingestRun(ctx, c, store, pg, work, progressOut)
+			ir, logged, err := ingestRun(ctx, c, store, pg, work, progressOut)
 			if err != nil {
 				return nil, fmt.Errorf("%s, round %d: %w", store, round, err)
 			}
-			r.Runs = append(r.Runs, StoreRun{Round: round, Store: store, Result: ir})
+			r.Runs = append(r.Runs, StoreRun{Round: round, Store: store, Result: ir, Errors: logged})
 			s := 0
 			if store == "postgres" {
 				s = 1
@@ -288,11 +291,12 @@ func storeIngest(ctx context.Context, c NodesConfig, pg *pgtest.Server, work str
 }
 
 // ingestRun is one bench ingest against a fresh node with its records in
-// store; both keep the text index in Bleve in their data directory.
-func ingestRun(ctx context.Context, c NodesConfig, store string, pg *pgtest.Server, work string, progressOut io.Writer) (bench.IngestResult, error) {
+// store; both keep the text index in Bleve in their data directory. It
+// also returns the errors the node logged when it failed requests.
+func ingestRun(ctx context.Context, c NodesConfig, store string, pg *pgtest.Server, work string, progressOut io.Writer) (bench.IngestResult, []string, error) {
 	dir, err := os.MkdirTemp(work, "ingest-"+store+"-")
 	if err != nil {
-		return bench.IngestResult{}, err
+		return bench.IngestResult{}, nil, err
 	}
 	defer os.RemoveAll(dir)
 	data := filepath.Join(dir, "data")
@@ -300,23 +304,30 @@ func ingestRun(ctx context.Context, c NodesConfig, store string, pg *pgtest.Serv
 	records := ""
 	if store == "postgres" {
 		if records, err = pg.CreateDatabase(ctx); err != nil {
-			return bench.IngestResult{}, err
+			return bench.IngestResult{}, nil, err
 		}
 		args = append(args, "--records", records)
 	}
 	key, err := benchKey(ctx, records, data)
 	if err != nil {
-		return bench.IngestResult{}, err
+		return bench.IngestResult{}, nil, err
 	}
 	n, err := startNode(ctx, "node on "+store, c.Self, nodeEnv(), key, args...)
 	if err != nil {
-		return bench.IngestResult{}, err
+		return bench.IngestResult{}, nil, err
 	}
 	defer n.stop()
 	o := c.Ingest
 	o.Progress, o.Indexer, o.CountFailures = progressOut, nodeIndexer(n.client), true
 	r, err := bench.RunIngest(ctx, n.client, dir, o)
-	return r, n.failed(err)
+	if err != nil {
+		return r, nil, n.failed(err)
+	}
+	var logged []string
+	if r.Batch.Failed+r.Single.Failed > 0 || r.Batch.ProbeFailure != "" {
+		logged = n.loggedErrors()
+	}
+	return r, logged, nil
 }
 
 // multiNode starts three nodes over one PostgreSQL database and wv, and
@@ -409,10 +420,10 @@ func spreadSearch(ctx context.Context, c NodesConfig, nodes []*serveNode, work s
 		say("corpus: %d messages in %d sessions into %s", c.CorpusMessages, len(titles), ways[w].name)
 		// One client: concurrent batches into PostgreSQL may fail (see the
 		// ingest figures), and the corpus is not what is measured.
+		start := time.Now()
 		if _, err := bench.PostBatches(ctx, target, batches, 1, progressOut, "corpus"); err != nil {
 			return nil, err
 		}
-		start := time.Now()
 		ix := nodeIndexer(target)
 		if err := bench.WaitIdle(ctx, "indexing", ix.WaitIdle, ix.Pending, progressOut); err != nil {
 			return nil, err

@@ -48,10 +48,13 @@ func nodesReport(r *NodesResult) string {
 					failures = append(failures, fmt.Sprintf("round %d, %s: `%s`", run.Round, run.Store, f))
 				}
 			}
+			for _, e := range run.Errors {
+				failures = append(failures, fmt.Sprintf("round %d, %s, the node logged: `%s`", run.Round, run.Store, e))
+			}
 		}
 		if len(failures) > 0 {
 			b.WriteString("\n**Requests failed** (answered with a 5xx status; the rates count only the accepted messages, the p99 includes " +
-				"the failed requests; a failed live probe stops early). The first failure of each phase that had any:\n\n")
+				"the failed requests; a failed live probe stops early). The first failure of each phase that had any, and the errors the node logged last:\n\n")
 			for _, f := range failures {
 				b.WriteString("- " + f + "\n")
 			}
@@ -61,13 +64,13 @@ func nodesReport(r *NodesResult) string {
 	if s := r.Search; s != nil {
 		fmt.Fprintf(&b, "## Search: one node, and spread over three\n\n"+
 			"Three nodes over one PostgreSQL database and one Weaviate (text index in Weaviate, no embedder). A corpus of %d "+
-			"generated sessions (%d messages, `bench ingest`'s batch workload) is synced through node 1 and indexed; then the same "+
+			"generated sessions (%d messages, `bench ingest`'s batch workload) is synced through node 1 from one client (batches of 500) and indexed; then the same "+
 			"%d full-text queries (the load bench's mix: identifiers, topics, error messages, titles; 10 results each) are sent "+
 			"from %d clients at once (a) all to node 1 and (b) round robin over the three, and, as a peer, (c) to a node keeping "+
 			"the same corpus in bbolt with its embedded index, %d rounds, each starting with another way; latencies of all "+
 			"rounds pooled, after 50 untimed queries per node.\n\n",
 			s.Sessions, s.Messages, s.Queries, s.Concurrency, s.Rounds)
-		b.WriteString("| way | nodes | queries | p50 ms | p99 ms | queries/s | corpus indexed in s |\n|---|---:|---:|---:|---:|---:|---:|\n")
+		b.WriteString("| way | nodes | queries | p50 ms | p99 ms | queries/s | corpus synced and indexed, s |\n|---|---:|---:|---:|---:|---:|---:|\n")
 		for _, w := range s.Ways {
 			fmt.Fprintf(&b, "| %s | %d | %d | %.1f | %.1f | %.0f | %.1f |\n", w.Name, w.Nodes, w.N, w.P50ms, w.P99ms, w.PerS, w.IndexedS)
 		}

@@ -1,7 +1,7 @@
 // hindsight bench measures Hindsight: relevance (ranking quality and its
 // cost on a labelled dataset, next to peer systems), load (cost as
-// generated data grows), ingest (write throughput), redact, import, watch
-// and embed. This file parses their flags; package bench/runner runs them.
+// generated data grows), ingest (write throughput), nodes (records in
+// PostgreSQL, several nodes), redact, import, watch and embed. This file parses their flags; package bench/runner runs them.
 
 package main
 
