@@ -64,9 +64,18 @@ func TestBenchNodes(t *testing.T) {
 	if in == nil || len(in.Runs) != 2 || in.Runs[0].Store != "bbolt" || in.Runs[1].Store != "postgres" {
 		t.Fatalf("ingest: %+v, want one bbolt run, then one PostgreSQL run", in)
 	}
+	// Every request is counted, accepted or failed (PostgreSQL refuses
+	// some concurrent writes after its serialization retries: see
+	// bench/results/nodes), and a run without failures accepted everything.
 	for _, run := range in.Runs {
-		if run.Result.Batch.Messages != 600 || run.Result.Single.Requests != 60 {
-			t.Errorf("%s run: %d batch messages, %d singles; want 600, 60", run.Store, run.Result.Batch.Messages, run.Result.Single.Requests)
+		bt, sg := run.Result.Batch, run.Result.Single
+		if bt.Requests+bt.Failed != 2 || sg.Requests+sg.Failed != 60 || bt.Messages > 600 || (bt.Failed == 0) != (bt.Messages == 600) ||
+			sg.Messages != sg.Requests || (run.Store == "bbolt" && bt.Failed+sg.Failed > 0) {
+			t.Errorf("%s run: batch %d accepted (%d messages) + %d failed, singles %d + %d failed; want 2 batches of 600 messages, 60 singles",
+				run.Store, bt.Requests, bt.Messages, bt.Failed, sg.Requests, sg.Failed)
+		}
+		if bt.Failed+sg.Failed > 0 {
+			t.Logf("%s run: %d of 2 batches and %d of 60 singles refused; the node logged %q", run.Store, bt.Failed, sg.Failed, run.Errors)
 		}
 	}
 	positive("postgres batch msgs/s", in.Postgres.BatchMsgsPS)
