@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/hindsight-dev/hindsight/bench"
+	"github.com/hindsight-dev/hindsight/internal/localpostgres"
 	"github.com/hindsight-dev/hindsight/internal/localweaviate"
-	"github.com/hindsight-dev/hindsight/internal/pgtest"
 	"github.com/hindsight-dev/hindsight/kv"
 )
 
@@ -185,12 +185,12 @@ func Nodes(ctx context.Context, c NodesConfig, stdout, stderr io.Writer) error {
 	}
 	defer os.RemoveAll(work)
 
-	pgBin, err := pgtest.Binaries()
+	pgBin, err := localpostgres.Binaries()
 	if err != nil {
 		return fmt.Errorf("bench nodes: %w", err)
 	}
 	say("starting PostgreSQL (%s, fsync on)", pgBin)
-	pg, err := pgtest.LaunchWith(ctx, pgtest.Options{Durable: true})
+	pg, err := localpostgres.LaunchWith(ctx, localpostgres.Options{Durable: true})
 	if err != nil {
 		return fmt.Errorf("bench nodes: %w", err)
 	}
@@ -244,7 +244,7 @@ func Nodes(ctx context.Context, c NodesConfig, stdout, stderr io.Writer) error {
 
 // storeIngest runs bench ingest against a fresh bbolt node and a fresh
 // PostgreSQL node, c.Rounds times each, alternating which goes first.
-func storeIngest(ctx context.Context, c NodesConfig, pg *pgtest.Server, work string, say func(string, ...any), progressOut io.Writer) (*StoreIngest, error) {
+func storeIngest(ctx context.Context, c NodesConfig, pg *localpostgres.Server, work string, say func(string, ...any), progressOut io.Writer) (*StoreIngest, error) {
 	r := &StoreIngest{}
 	var figs [2][4][]float64 // by store (bbolt, postgres): batch msgs/s, batch p99, singles/s, single p99
 	for round := 1; round <= c.Rounds; round++ {
@@ -293,7 +293,7 @@ func storeIngest(ctx context.Context, c NodesConfig, pg *pgtest.Server, work str
 // ingestRun is one bench ingest against a fresh node with its records in
 // store; both keep the text index in Bleve in their data directory. It
 // also returns the errors the node logged when it failed requests.
-func ingestRun(ctx context.Context, c NodesConfig, store string, pg *pgtest.Server, work string, progressOut io.Writer) (bench.IngestResult, []string, error) {
+func ingestRun(ctx context.Context, c NodesConfig, store string, pg *localpostgres.Server, work string, progressOut io.Writer) (bench.IngestResult, []string, error) {
 	dir, err := os.MkdirTemp(work, "ingest-"+store+"-")
 	if err != nil {
 		return bench.IngestResult{}, nil, err
@@ -332,7 +332,7 @@ func ingestRun(ctx context.Context, c NodesConfig, store string, pg *pgtest.Serv
 
 // multiNode starts three nodes over one PostgreSQL database and wv, and
 // measures search through them and a kill under load.
-func multiNode(ctx context.Context, c NodesConfig, pg *pgtest.Server, wv *localweaviate.Server, work string, res *NodesResult, say func(string, ...any), progressOut io.Writer) error {
+func multiNode(ctx context.Context, c NodesConfig, pg *localpostgres.Server, wv *localweaviate.Server, work string, res *NodesResult, say func(string, ...any), progressOut io.Writer) error {
 	dsn, err := pg.CreateDatabase(ctx)
 	if err != nil {
 		return err
