@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -29,6 +30,13 @@ type IngestOptions struct {
 	// Indexer, when set, is the server's indexing pipeline: after each phase
 	// the run waits until everything is indexed and reports the index lag.
 	Indexer *Indexer
+	// CountFailures: a request the server answers with a 5xx status is
+	// counted (Phase.Failed, Phase.FirstFailure) instead of ending the run,
+	// and the rates count only what it accepted; a live probe that fails so
+	// stops and says why (Phase.ProbeFailure). bench nodes sets it: a store
+	// that gives up on some writes under load is a result, not a crash of
+	// the bench.
+	CountFailures bool
 }
 
 // Indexer is what the ingest benchmark needs of the server's indexing
@@ -83,6 +91,12 @@ type Phase struct {
 	IndexedAfter float64 `json:"indexed_s_after_phase,omitempty"`
 	// Live is the live-sync probe run during the phase (the batch phase).
 	Live *LiveProbe `json:"live_probe,omitempty"`
+	// With IngestOptions.CountFailures: requests answered with a 5xx
+	// status (their messages are not in Messages), the first one's error,
+	// and the error that stopped the live probe early.
+	Failed       int    `json:"failed_requests,omitempty"`
+	FirstFailure string `json:"first_failure,omitempty"`
+	ProbeFailure string `json:"probe_failure,omitempty"`
 }
 
 // indexed waits for the indexer to catch up with the phase and records
@@ -138,7 +152,7 @@ func (c *Client) Post(ctx context.Context, path string, body []byte) error {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("POST %s: %d %s", path, resp.StatusCode, bytes.TrimSpace(b))
+		return &StatusError{Path: path, Code: resp.StatusCode, Body: string(bytes.TrimSpace(b))}
 	}
 	var res struct{ Errors []string }
 	if json.Unmarshal(b, &res) == nil && len(res.Errors) > 0 {
@@ -147,11 +161,63 @@ func (c *Client) Post(ctx context.Context, path string, body []byte) error {
 	return nil
 }
 
+// StatusError is a request the server answered with a status other than
+// 200.
+type StatusError struct {
+	Path string
+	Code int
+	Body string
+}
+
+func (e *StatusError) Error() string { return fmt.Sprintf("POST %s: %d %s", e.Path, e.Code, e.Body) }
+
+// ServerFailure reports whether err is a 5xx answer (a StatusError).
+func ServerFailure(err error) bool {
+	var se *StatusError
+	return errors.As(err, &se) && se.Code >= 500
+}
+
+// failures counts the requests of a phase the server failed, for
+// IngestOptions.CountFailures.
+type failures struct {
+	mu       sync.Mutex
+	n, msgs  int
+	first    string
+	counting bool
+}
+
+// post sends body to path, counting a 5xx answer as a failure of msgs
+// messages when counting.
+func (f *failures) post(ctx context.Context, c *Client, path string, body []byte, msgs int) error {
+	err := c.Post(ctx, path, body)
+	if err == nil || !f.counting || !ServerFailure(err) {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n == 0 {
+		f.first = err.Error()
+	}
+	f.n++
+	f.msgs += msgs
+	return nil
+}
+
+// into records the failures in p and takes their messages and requests
+// out of the accepted counts.
+func (f *failures) into(p *Phase) {
+	p.Failed, p.FirstFailure = f.n, f.first
+	p.Messages -= f.msgs
+	p.Requests -= f.n
+}
+
 // workload pre-generates the traffic so generation is not measured.
 type workload struct {
 	batches [][]byte // /sync/batch bodies
+	sizes   []int    // messages in each batch
 	singles [][]byte // /sync/message bodies
 	records [][]byte // the batch phase's messages as JSON, for the raw ceiling
+	titles  []string // the batch phase's session titles
 }
 
 func buildWorkload(o IngestOptions) workload {
@@ -165,11 +231,13 @@ func buildWorkload(o IngestOptions) workload {
 		}
 		b, _ := json.Marshal(map[string]any{"sessions": sessions, "messages": pending})
 		w.batches = append(w.batches, b)
+		w.sizes = append(w.sizes, len(pending))
 		pending, sessions = nil, nil
 	}
 	for n := 0; n < o.BatchMessages; {
 		s := g.Session(40)
 		sessions = append(sessions, s)
+		w.titles = append(w.titles, s.Title)
 		for _, m := range s.Messages {
 			if n == o.BatchMessages {
 				break
@@ -217,18 +285,23 @@ func RunIngest(ctx context.Context, c *Client, dir string, o IngestOptions) (Ing
 	// Meanwhile one plugin syncs live, a message a second.
 	res.Batch = Phase{Name: fmt.Sprintf("batches of %d messages", o.BatchSize), Messages: o.BatchMessages, Requests: len(w.batches)}
 	stopProbe := StartProbe(ctx, c, "bench-live-probe")
+	failed := &failures{counting: o.CountFailures}
 	lat, elapsed, err := drive(ctx, len(w.batches), 2, o.Progress, "batch", func(i int) error {
-		return c.Post(ctx, "/sync/batch", w.batches[i])
+		return failed.post(ctx, c, "/sync/batch", w.batches[i], w.sizes[i])
 	})
 	live, perr := stopProbe()
 	if err != nil {
 		return res, err
+	}
+	if perr != nil && o.CountFailures && ServerFailure(perr) {
+		res.Batch.ProbeFailure, perr = perr.Error(), nil
 	}
 	if perr != nil {
 		return res, fmt.Errorf("live probe: %w", perr)
 	}
 	res.Batch.Live = &live
 	res.Batch.Elapsed = elapsed
+	failed.into(&res.Batch)
 	res.Batch.finish(lat)
 	if err := res.Batch.indexed(ctx, o.Indexer, o.Progress); err != nil {
 		return res, err
@@ -241,13 +314,15 @@ func RunIngest(ctx context.Context, c *Client, dir string, o IngestOptions) (Ing
 
 	// Single phase.
 	res.Single = Phase{Name: fmt.Sprintf("single-message POSTs, %d clients", o.Concurrency), Messages: o.Singles, Requests: o.Singles}
+	failed = &failures{counting: o.CountFailures}
 	lat, elapsed, err = drive(ctx, len(w.singles), o.Concurrency, o.Progress, "single", func(i int) error {
-		return c.Post(ctx, "/sync/message", w.singles[i])
+		return failed.post(ctx, c, "/sync/message", w.singles[i], 1)
 	})
 	if err != nil {
 		return res, err
 	}
 	res.Single.Elapsed = elapsed
+	failed.into(&res.Single)
 	res.Single.finish(lat)
 	if err := res.Single.indexed(ctx, o.Indexer, o.Progress); err != nil {
 		return res, err

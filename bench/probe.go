@@ -68,7 +68,7 @@ func StartProbe(ctx context.Context, c *Client, sessionID string) (stop func() (
 			writes = append(writes, time.Since(start))
 			var found bool
 			for !found {
-				if found, err = c.fullTextFinds(ctx, word); err != nil {
+				if found, err = c.FullTextFinds(ctx, word); err != nil {
 					break
 				}
 				if !found && time.Since(start) >= probeTimeout {
@@ -120,8 +120,8 @@ func probeWord(i int) string {
 	}
 }
 
-// fullTextFinds reports whether a full-text search for q returns a result.
-func (c *Client) fullTextFinds(ctx context.Context, q string) (bool, error) {
+// FullTextFinds reports whether a full-text search for q returns a result.
+func (c *Client) FullTextFinds(ctx context.Context, q string) (bool, error) {
 	u := fmt.Sprintf("%s/api/search?type=fulltext&limit=1&q=%s", c.URL, url.QueryEscape(q))
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {

@@ -155,7 +155,7 @@ func (s *WatchSession) Append(at time.Time, word string) error {
 func WaitFound(ctx context.Context, c *Client, words []string) error {
 	for _, w := range words {
 		for {
-			ok, err := c.fullTextFinds(ctx, w)
+			ok, err := c.FullTextFinds(ctx, w)
 			if err != nil {
 				return err
 			}
@@ -202,7 +202,7 @@ func WatchLoad(ctx context.Context, c *Client, sessions []*WatchSession, n int, 
 			mu.Unlock()
 			var found []string
 			for _, p := range todo {
-				ok, err := c.fullTextFinds(ctx, p.word)
+				ok, err := c.FullTextFinds(ctx, p.word)
 				if err != nil {
 					mu.Lock()
 					pollErr = err

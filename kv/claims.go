@@ -209,3 +209,39 @@ func (s *Store) ReleaseClaims(ctx context.Context, dirty []Dirty) error {
 		return nil
 	})
 }
+
+// Claimed is a claim standing on an outbox entry: which node holds it and
+// until when, unless renewed.
+type Claimed struct {
+	Queue             Queue
+	UserID, SessionID string
+	Node              string
+	Expiry            time.Time
+}
+
+// Claims returns every claim standing on the outbox, expired ones too (a
+// dead node's stay until another node takes the entry); none in a bbolt
+// file. It is for operators and benchmarks that watch the nodes share the
+// work (bench nodes: how long a killed node's entries take to be picked up).
+func (tx *Tx) Claims() []Claimed {
+	if tx.claims == nil {
+		return nil
+	}
+	var out []Claimed
+	cur := tx.bucket(bucketClaims).Cursor()
+	for k, v := cur.First(); k != nil; k, v = cur.Next() {
+		expiry, node, ok := parseClaim(v)
+		if !ok || len(k) != 1+2*IDLen {
+			continue
+		}
+		out = append(out, Claimed{Queue: Queue(k[0]), UserID: string(k[1 : 1+IDLen]), SessionID: string(k[1+IDLen:]),
+			Node: string(node), Expiry: expiry})
+	}
+	return out
+}
+
+// Waiting reports whether session sessionID of user userID has an entry
+// in queue q: a write to it not yet indexed by that queue's stage.
+func (tx *Tx) Waiting(q Queue, userID, sessionID string) bool {
+	return tx.bucket(q.bucket()).Get(cat([]byte(userID), []byte(sessionID))) != nil
+}

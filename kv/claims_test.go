@@ -308,3 +308,68 @@ func TestClaimsInBolt(t *testing.T) {
 		return nil
 	})
 }
+
+// TestClaimsListed: Claims lists each node's claims with its lease's end,
+// and Waiting follows the entry until the node that claimed it clears it;
+// a bbolt file has neither claims nor a claims bucket.
+func TestClaimsListed(t *testing.T) {
+	dsn := pgtest.Database(t)
+	c := newClock()
+	a, b := openNode(t, dsn, c.opts("node-a")), openNode(t, dsn, c.opts("node-b"))
+	markN(t, a, 3)
+	dirty := readDirty(t, a, 0)
+	mine, err := a.Claim(ctx, dirty[:2])
+	if err != nil || len(mine) != 2 {
+		t.Fatalf("node-a claims 2: %d, %v", len(mine), err)
+	}
+	var got []kv.Claimed
+	var waiting int
+	view := func() {
+		t.Helper()
+		if err := b.View(ctx, func(tx *kv.Tx) error {
+			got, waiting = tx.Claims(), 0
+			for _, d := range dirty {
+				if tx.Waiting(kv.SearchQueue, d.UserID, d.SessionID) {
+					waiting++
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	view()
+	if len(got) != 2 || waiting != 3 {
+		t.Fatalf("claims %+v, %d waiting: want node-a's 2, all 3 waiting", got, waiting)
+	}
+	for i, cl := range got {
+		if cl.Node != "node-a" || cl.Queue != kv.SearchQueue || !cl.Expiry.Equal(c.now().Add(30*time.Second)) ||
+			!slicesContain(dirty[:2], cl.UserID, cl.SessionID) {
+			t.Errorf("claim %d: %+v", i, cl)
+		}
+	}
+	mustCommit(t, a, func(tx *kv.Tx) error { return tx.ClearDirty(mine[0]) })
+	view()
+	if len(got) != 1 || waiting != 2 {
+		t.Errorf("after node-a cleared one: claims %+v, %d waiting; want 1 claim, 2 waiting", got, waiting)
+	}
+
+	st := kvtest.OpenBolt(t)
+	if err := st.View(ctx, func(tx *kv.Tx) error {
+		if cl := tx.Claims(); cl != nil {
+			t.Errorf("bbolt file: claims %+v", cl)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func slicesContain(ds []kv.Dirty, uid, sid string) bool {
+	for _, d := range ds {
+		if d.UserID == uid && d.SessionID == sid {
+			return true
+		}
+	}
+	return false
+}

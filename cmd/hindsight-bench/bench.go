@@ -1,7 +1,7 @@
 // hindsight bench measures Hindsight: relevance (ranking quality and its
 // cost on a labelled dataset, next to peer systems), load (cost as
-// generated data grows), ingest (write throughput), redact, import, watch
-// and embed. This file parses their flags; package bench/runner runs them.
+// generated data grows), ingest (write throughput), nodes (records in
+// PostgreSQL, several nodes), redact, import, watch and embed. This file parses their flags; package bench/runner runs them.
 
 package main
 
@@ -33,6 +33,8 @@ const benchUsage = `bench relevance --dataset DIR [--modes fulltext,semantic,hyb
                        [--modes fulltext,semantic,hybrid] [--embedder none|local|openai|auto|synthetic]
                        [--store embedded|weaviate] [--text-index bleve|weaviate|both] [--out DIR] [--json]
        bench ingest    [--batch-messages N] [--batch-size N] [--singles N] [--concurrency C] [--seed S] [--json]
+       bench nodes     [--figures ingest,search,takeover] [--rounds 3] [--batch-messages N] [--singles N] [--corpus-messages N]
+                       [--queries N] [--search-concurrency C] [--search-rounds R] [--seed S] [--out DIR] [--json]
        bench redact    [--datasets DIR] [--labels FILE] [--seed S] [--per-kind N] [--ingest-messages N] [--rounds R] [--out DIR] [--json]
        bench import    [--size 1GB] [--formats claude-code,codex] [--transcripts DIR|none] [--seed S] [--out DIR] [--json]
        bench watch     [--messages 600] [--sessions-per-agent 3] [--interval 100ms-500ms] [--seed S] [--out DIR] [--json]
@@ -45,7 +47,7 @@ See bench/README.md: bring your own data, what each metric means, comparing two 
 func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, "Usage: hindsight "+benchUsage)
-		return cli.Usage("bench needs a subcommand: relevance, load, ingest, redact, import, watch, embed or vectors")
+		return cli.Usage("bench needs a subcommand: relevance, load, ingest, nodes, redact, import, watch, embed or vectors")
 	}
 	// The semantic settings (model directory, OpenAI key, WEAVIATE_URL...)
 	// come from the environment, as for serve.
@@ -57,6 +59,17 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 		return runner.Ingest(ctx, c, stdout, stderr)
+	case "nodes":
+		c, err := parseBenchNodes(args[1:], stderr)
+		if err != nil {
+			return err
+		}
+		exe, err := hindsightBinary()
+		if err != nil {
+			return fmt.Errorf("bench nodes: %w", err)
+		}
+		c.Self = []string{exe}
+		return runner.Nodes(ctx, c, stdout, stderr)
 	case "redact":
 		c, err := parseBenchRedact(args[1:], stderr)
 		if err != nil {
@@ -111,7 +124,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return runner.Watch(ctx, c, stdout, stderr)
 	}
 	fmt.Fprintln(stderr, "Usage: hindsight "+benchUsage)
-	return cli.Usagef("unknown bench %q (relevance, load, ingest, redact, import, watch, embed or vectors)", args[0])
+	return cli.Usagef("unknown bench %q (relevance, load, ingest, nodes, redact, import, watch, embed or vectors)", args[0])
 }
 
 func parseBenchRelevance(args []string, cfg *config.Config, stderr io.Writer) (runner.RelevanceConfig, error) {
@@ -277,6 +290,71 @@ func parseBenchIngest(args []string, stderr io.Writer) (runner.IngestConfig, err
 	fs.StringVar(&c.Dir, "dir", "", "scratch directory on the disk to measure (default: a temp dir)")
 	_, err := cli.Parse(fs, args)
 	return c, err
+}
+
+const nodesSynopsis = `bench nodes [flags]
+
+Hindsight with its records in PostgreSQL (--records), every node a ` + "`hindsight serve`" + ` process of its
+own on this machine. The bench launches its own PostgreSQL (Debian's initdb and pg_ctl, fsync on) and,
+for the search and takeover figures, its own weaviate-server (make weaviate); the nodes embed nothing.
+Three figures (--figures picks some):
+
+  ingest    bench ingest's workload (batches of 500 messages from two clients, then single-message
+            syncs from --concurrency clients) through the HTTP API of a node keeping its records in
+            bbolt and of one keeping them in PostgreSQL, both with the text index in Bleve in their
+            data directory, --rounds times each, alternated, the same data every time: batch
+            messages/s and single syncs/s of each (medians) and PostgreSQL over bbolt.
+  search    three nodes over one PostgreSQL database and one Weaviate (the text index in Weaviate,
+            as several nodes need) hold a corpus of --corpus-messages generated messages; the same
+            --queries full-text queries go from --search-concurrency clients (a) all to node 1 and
+            (b) round robin over the three, and (c) to a node keeping the corpus in bbolt with its
+            embedded index (the peer): p50 and p99 of each, and (b) over (a).
+  takeover  a bulk is synced to node 3 until its indexer holds claims on outbox entries; it is
+            killed (SIGKILL); the time from the kill until every entry it had claimed is indexed by
+            the others, and found by a search on node 1, against the claims' lease (30 s,
+            kv.DefaultLease): the others may take an entry only once its lease has run out.
+
+report.md and result.json go to --out (see bench/README.md). The hindsight run is HINDSIGHT_BIN,
+else the one beside this binary, else the one on PATH.`
+
+func parseBenchNodes(args []string, stderr io.Writer) (runner.NodesConfig, error) {
+	c := runner.NodesConfig{Command: runner.CommandLine(append([]string{"hindsight", "bench", "nodes"}, args...))}
+	fs := cli.NewFlags("bench nodes", nodesSynopsis, stderr)
+	figures := fs.String("figures", strings.Join(runner.NodesFigures, ","), "comma-separated figures to measure: "+strings.Join(runner.NodesFigures, ", "))
+	fs.IntVar(&c.Rounds, "rounds", 3, "ingest: runs against each store, alternated")
+	fs.IntVar(&c.Ingest.BatchMessages, "batch-messages", 20_000, "ingest: messages of the batch phase, in /sync/batch requests of 500")
+	fs.IntVar(&c.Ingest.Singles, "singles", 5_000, "ingest: single-message POSTs of the single phase")
+	fs.IntVar(&c.Ingest.Concurrency, "concurrency", 32, "ingest: concurrent clients of the single phase")
+	fs.IntVar(&c.CorpusMessages, "corpus-messages", 50_000, "search: messages of the corpus (sessions of about 40)")
+	fs.IntVar(&c.Queries, "queries", 2000, "search: queries sent through each way in each round")
+	fs.IntVar(&c.SearchConcurrency, "search-concurrency", 8, "search: clients querying at once")
+	fs.IntVar(&c.SearchRounds, "search-rounds", 2, "search: rounds of every way, alternated")
+	fs.IntVar(&c.BulkSessions, "bulk-sessions", 5, "takeover: sessions (of about 40 messages) in each /sync/batch of the bulk")
+	fs.Uint64Var(&c.Ingest.Seed, "seed", 1, "generator seed (same seed, same data and queries)")
+	fs.StringVar(&c.Dir, "dir", "", "scratch directory for the nodes' data and Weaviate's (default: a temp dir; PostgreSQL's is always one)")
+	fs.StringVar(&c.Out, "out", "", "directory for report.md and result.json")
+	fs.BoolVar(&c.JSON, "json", false, "print only the JSON result")
+	pos, err := cli.Parse(fs, args)
+	if err != nil {
+		return c, err
+	}
+	if len(pos) > 0 {
+		return c, cli.Usagef("bench nodes takes no arguments, got %q", pos)
+	}
+	for _, f := range strings.Split(*figures, ",") {
+		f = strings.TrimSpace(f)
+		if !slices.Contains(runner.NodesFigures, f) {
+			return c, cli.Usagef("--figures: unknown figure %q (%s)", f, strings.Join(runner.NodesFigures, ", "))
+		}
+		if !slices.Contains(c.Figures, f) {
+			c.Figures = append(c.Figures, f)
+		}
+	}
+	if c.Rounds < 1 || c.Ingest.BatchMessages < 1 || c.Ingest.Singles < 1 || c.Ingest.Concurrency < 1 || c.CorpusMessages < 1 ||
+		c.Queries < 1 || c.SearchConcurrency < 1 || c.SearchRounds < 1 || c.BulkSessions < 1 {
+		return c, cli.Usage("--rounds, --batch-messages, --singles, --concurrency, --corpus-messages, --queries, --search-concurrency, --search-rounds and --bulk-sessions must be at least 1")
+	}
+	return c, nil
 }
 
 func parseBenchRedact(args []string, stderr io.Writer) (runner.RedactConfig, error) {

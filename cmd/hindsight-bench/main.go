@@ -1,11 +1,12 @@
 // Command hindsight-bench runs Hindsight's benchmarks (relevance, load,
-// ingest, redact, import, watch, embed; see bench/README.md). It is a binary
-// of its own so that the server, `hindsight`, links none of what only the
-// benchmarks need (SQLite for the FTS5 peer, the charts, the Weaviate
-// launcher). `hindsight bench ARGS` runs it, found beside `hindsight` or on
+// ingest, nodes, redact, import, watch, embed; see bench/README.md). It is
+// a binary of its own so that the server, `hindsight`, links none of what
+// only the benchmarks need (SQLite for the FTS5 peer, the charts, the
+// Weaviate and PostgreSQL launchers). `hindsight bench ARGS` runs it, found beside `hindsight` or on
 // PATH; `go run ./cmd/hindsight-bench ARGS` runs it from a checkout.
 //
-// The import and watch benches run `hindsight import` as a user would: the
+// The import and watch benches run `hindsight import` as a user would, and
+// the nodes bench runs `hindsight serve` processes: the
 // hindsight binary named by HINDSIGHT_BIN (which `hindsight bench` sets to
 // itself), else the one beside this executable, else the one on PATH.
 package main
@@ -79,6 +80,6 @@ func hindsightBinary() (string, error) {
 	if p, err := exec.LookPath("hindsight"); err == nil {
 		return p, nil
 	}
-	return "", errors.New("this bench runs `hindsight import`, and no hindsight binary was found (HINDSIGHT_BIN, beside hindsight-bench, or on PATH): " +
+	return "", errors.New("this bench runs hindsight (`hindsight import`, or `hindsight serve` for bench nodes), and no hindsight binary was found (HINDSIGHT_BIN, beside hindsight-bench, or on PATH): " +
 		"build it with `go build ./cmd/hindsight` (or `make build`), or run the bench as `hindsight bench ...`")
 }
