@@ -101,3 +101,11 @@ func WatchPeakRSS(pid int) (stop func() int64) {
 		return peak
 	}
 }
+
+// ResetPeakRSS resets the resident-set high-water mark of the process pid
+// (VmHWM, which WatchPeakRSS reads) to its current resident set, by
+// writing 5 to /proc/<pid>/clear_refs (Linux 4.0 and later, for a process
+// of the caller's own user). It reports whether that worked.
+func ResetPeakRSS(pid int) bool {
+	return os.WriteFile("/proc/"+strconv.Itoa(pid)+"/clear_refs", []byte("5"), 0) == nil
+}
