@@ -434,9 +434,9 @@ func (p *Pipeline) drain(ctx context.Context, q kv.Queue) (int, error) {
 	stopRenew := p.renewClaims(ctx, dirty)
 	var tails []*kv.IndexTail // by doc: where the next step may start reading
 	if q == kv.SearchQueue {
-		tails, err = p.write(ctx, docs, p.index.PutSessions, false)
+		tails, err = p.write(ctx, docs, p.index.PutSessions, false, true)
 	} else {
-		_, err = p.write(ctx, docs, p.index.PutChunks, true)
+		_, err = p.write(ctx, docs, p.index.PutChunks, true, false)
 	}
 	stopRenew()
 	if err != nil {
@@ -733,11 +733,28 @@ func (p *Pipeline) room() bool {
 	return float64(p.backlog+p.written+p.inflight) < limit
 }
 
+// A step holding more than shortStep bytes of text writes the sessions of
+// at most shortSession bytes in a batch before the others (write).
+const (
+	shortStep    = 256 << 10
+	shortSession = 64 << 10
+)
+
+// bodyBytes is the text of sessions.
+func bodyBytes(sessions []index.Session) int {
+	n := 0
+	for _, s := range sessions {
+		n += len(s.Title) + len(s.Body)
+	}
+	return n
+}
+
 // write indexes docs with put (PutSessions for a search step, PutChunks for
-// a chunk step, Put for a rebuild), then, if stages, runs the stages. It
+// a chunk step, Put for a rebuild), short sessions first if shortFirst,
+// then, if stages, runs the stages. It
 // removes every document of deleted sessions whichever put it is given: a
 // chunk step may have written chunks from a read made before the deletion.
-func (p *Pipeline) write(ctx context.Context, docs []Doc, put func(context.Context, []index.Session) error, stages bool) ([]*kv.IndexTail, error) {
+func (p *Pipeline) write(ctx context.Context, docs []Doc, put func(context.Context, []index.Session) error, stages, shortFirst bool) ([]*kv.IndexTail, error) {
 	var sessions []index.Session
 	var of []int                     // sessions[j] is docs[of[j]]
 	deleted := map[string][]string{} // user -> session ids
@@ -749,9 +766,27 @@ func (p *Pipeline) write(ctx context.Context, docs []Doc, put func(context.Conte
 			of = append(of, i)
 		}
 	}
-	if len(sessions) > 0 {
-		if err := put(ctx, sessions); err != nil {
-			return nil, fmt.Errorf("index %d sessions: %w", len(sessions), err)
+	// Short sessions first, in a batch of their own, when the step also
+	// holds long text: a live message waits for its own analysis, not for
+	// a volume of another user's long session (Put's batch is searchable
+	// when it returns).
+	short, long := sessions, []index.Session(nil)
+	if shortFirst && len(sessions) > 1 && bodyBytes(sessions) > shortStep {
+		short, long = nil, nil
+		for _, s := range sessions {
+			if len(s.Title)+len(s.Body) <= shortSession {
+				short = append(short, s)
+			} else {
+				long = append(long, s)
+			}
+		}
+	}
+	for _, batch := range [][]index.Session{short, long} {
+		if len(batch) == 0 {
+			continue
+		}
+		if err := put(ctx, batch); err != nil {
+			return nil, fmt.Errorf("index %d sessions: %w", len(batch), err)
 		}
 	}
 	for uid, ids := range deleted {

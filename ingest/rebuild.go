@@ -160,7 +160,7 @@ func (p *Pipeline) RebuildFrom(ctx context.Context, o RebuildOptions) error {
 		}
 		w := writing{loaded: b, done: make(chan error, 1)}
 		go func() {
-			_, err := p.write(ctx, w.docs, p.index.Put, false)
+			_, err := p.write(ctx, w.docs, p.index.Put, false, false)
 			w.done <- err
 		}()
 		queue = append(queue, w)

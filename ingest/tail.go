@@ -25,7 +25,7 @@ import (
 // as it always did. Appends never void a mark, so a session appended to
 // faster than the indexer keeps its tail. So
 // an append to a session of any length costs the indexer what its last
-// volume holds: at most a volume's text (1 MiB) and the message.
+// volume holds: at most a volume's text (256 KiB) and the message.
 
 // volumeIndex is a text index that cuts sessions into volumes
 // (*index.Index).

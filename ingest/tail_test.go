@@ -16,14 +16,18 @@ import (
 // PutSessions is given (the text the index analyses at most).
 type bodyCounter struct {
 	*index.Index
-	last int
+	last    int        // body bytes of the last call
+	batches [][]string // session ids of each call
 }
 
 func (b *bodyCounter) PutSessions(ctx2 context.Context, ss []index.Session) error {
 	b.last = 0
+	var ids []string
 	for _, s := range ss {
 		b.last += len(s.Body)
+		ids = append(ids, s.SessionID)
 	}
+	b.batches = append(b.batches, ids)
 	return b.Index.PutSessions(ctx2, ss)
 }
 
@@ -171,5 +175,31 @@ func letters(i int) string {
 		if i == 0 {
 			return string(b)
 		}
+	}
+}
+
+// TestShortSessionsFirst: a step holding a long session's text and a short
+// session writes the short one in a batch of its own first, so a live
+// message waits for its own analysis, not another user's volumes.
+func TestShortSessionsFirst(t *testing.T) {
+	f := newFixture(t)
+	ix := &bodyCounter{Index: openIndex(t)}
+	p := ingest.NewPipeline(f.st, ix, ingest.PipelineOptions{})
+	long := strings.Repeat("a long answer about the retry handler. ", 10_000) // 400 KB
+	f.message(fmt.Sprintf(`{"sessionExternalId":"long","externalId":"l1","role":"user","textContent":%q}`, long))
+	f.message(`{"sessionExternalId":"short","externalId":"s1","role":"user","textContent":"kestrel"}`)
+	longID, _ := f.stored("long")
+	shortID, _ := f.stored("short")
+	drainStep(t, p, 2)
+	if want := [][]string{{shortID.ID}, {longID.ID}}; !slices.EqualFunc(ix.batches, want, slices.Equal) {
+		t.Fatalf("batches %v, want the short session's first (%v)", ix.batches, want)
+	}
+	// Short sessions alone go in one batch.
+	ix.batches = nil
+	f.message(`{"sessionExternalId":"short","externalId":"s2","role":"user","textContent":"osprey"}`)
+	f.message(`{"sessionExternalId":"other","externalId":"o1","role":"user","textContent":"osprey"}`)
+	drainStep(t, p, 2)
+	if len(ix.batches) != 1 || len(ix.batches[0]) != 2 {
+		t.Fatalf("batches %v, want one of two sessions", ix.batches)
 	}
 }
