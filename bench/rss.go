@@ -109,3 +109,22 @@ func WatchPeakRSS(pid int) (stop func() int64) {
 func ResetPeakRSS(pid int) bool {
 	return os.WriteFile("/proc/"+strconv.Itoa(pid)+"/clear_refs", []byte("5"), 0) == nil
 }
+
+// CurrentRSS returns the resident set of the process pid now (VmRSS in
+// /proc/<pid>/status, Linux); 0 where /proc does not say.
+func CurrentRSS(pid int) int64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		if v, ok := bytes.CutPrefix(line, []byte("VmRSS:")); ok {
+			if f := bytes.Fields(v); len(f) > 0 {
+				if kb, err := strconv.ParseInt(string(f[0]), 10, 64); err == nil {
+					return kb << 10
+				}
+			}
+		}
+	}
+	return 0
+}

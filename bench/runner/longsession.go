@@ -118,7 +118,7 @@ func LongSession(ctx context.Context, c LongSessionConfig, stdout, stderr io.Wri
 		return ok
 	}
 	res, err := bench.RunLongSession(ctx, bench.LongSessionServer{Long: client("long"), Live: client("live"),
-		ResetPeak: reset, Peak: peak}, c.LongSessionOptions)
+		ResetPeak: reset, Peak: peak, RSS: func() int64 { return bench.CurrentRSS(pid) }}, c.LongSessionOptions)
 	stopPeak()
 	if err != nil {
 		return fmt.Errorf("bench longsession: %w\n%s", err, serveOut.String())
@@ -128,6 +128,7 @@ func LongSession(ctx context.Context, c LongSessionConfig, stdout, stderr io.Wri
 		"seed":     strconv.FormatUint(c.Seed, 10),
 		"server":   "hindsight serve, a process of its own (" + c.Self[0] + "), HINDSIGHT_EMBEDDER=none, rate limit off",
 		"messages": fmt.Sprintf("%d to %d bytes of text, user and assistant alternating", c.MinBytes, c.MaxBytes),
+		"settle":   c.Settle.String(),
 	}) {
 		res.Settings[k] = v
 	}

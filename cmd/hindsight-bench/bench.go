@@ -36,7 +36,7 @@ const benchUsage = `bench relevance --dataset DIR [--modes fulltext,semantic,hyb
        bench redact    [--datasets DIR] [--labels FILE] [--seed S] [--per-kind N] [--ingest-messages N] [--rounds R] [--out DIR] [--json]
        bench import    [--size 1GB] [--formats claude-code,codex] [--transcripts DIR|none] [--seed S] [--out DIR] [--json]
        bench watch     [--messages 600] [--sessions-per-agent 3] [--interval 100ms-500ms] [--seed S] [--out DIR] [--json]
-       bench longsession [--size 50MB] [--appends 2m] [--message 2KB-20KB] [--seed S] [--dir DIR] [--out DIR] [--json]
+       bench longsession [--size 50MB] [--appends 2m] [--settle 30s] [--message 2KB-20KB] [--seed S] [--dir DIR] [--out DIR] [--json]
        bench embed     [--windows 256] [--rounds 5] [--seed S] [--out DIR] [--json]
        bench vectors   [--vectors 1000000] [--dims 1536] [--queries 1000] [--k 10] [--seed S] [--dir DIR]
                        [--reuse-truth] [--reference CACHE.db] [--out DIR] [--json]
@@ -484,6 +484,7 @@ func parseBenchLongSession(args []string, stderr io.Writer) (runner.LongSessionC
 	fs := cli.NewFlags("bench longsession", "bench longsession [flags]", stderr)
 	size := fs.String("size", "50MB", "message text the long session is grown to before the appends (KB, MB, GB: binary units)")
 	fs.DurationVar(&c.Appends, "appends", 2*time.Minute, "how long one message a second is appended (and another user's live messages probed)")
+	fs.DurationVar(&c.Settle, "settle", 30*time.Second, "how long the server is left alone between growing the session and the appends")
 	message := fs.String("message", "2KB-20KB", "an appended message holds MIN-MAX bytes of text, uniformly")
 	fs.Uint64Var(&c.Seed, "seed", 1, "seed of the generated text")
 	fs.StringVar(&c.Dir, "dir", "", "scratch directory for the server's data (default: a temp dir)")
