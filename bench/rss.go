@@ -101,3 +101,30 @@ func WatchPeakRSS(pid int) (stop func() int64) {
 		return peak
 	}
 }
+
+// ResetPeakRSS resets the resident-set high-water mark of the process pid
+// (VmHWM, which WatchPeakRSS reads) to its current resident set, by
+// writing 5 to /proc/<pid>/clear_refs (Linux 4.0 and later, for a process
+// of the caller's own user). It reports whether that worked.
+func ResetPeakRSS(pid int) bool {
+	return os.WriteFile("/proc/"+strconv.Itoa(pid)+"/clear_refs", []byte("5"), 0) == nil
+}
+
+// CurrentRSS returns the resident set of the process pid now (VmRSS in
+// /proc/<pid>/status, Linux); 0 where /proc does not say.
+func CurrentRSS(pid int) int64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		if v, ok := bytes.CutPrefix(line, []byte("VmRSS:")); ok {
+			if f := bytes.Fields(v); len(f) > 0 {
+				if kb, err := strconv.ParseInt(string(f[0]), 10, 64); err == nil {
+					return kb << 10
+				}
+			}
+		}
+	}
+	return 0
+}

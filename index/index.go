@@ -1,6 +1,7 @@
 package index
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -89,6 +90,10 @@ type Options struct {
 	// same text anyway. Without it, the title, body and chunks are stored
 	// with each session document (tests, scratch indexes).
 	Text TextSource
+	// VolumeBytes is the body size above which a session is indexed as
+	// several documents, its volumes (volumes.go); 0 means
+	// DefaultVolumeBytes.
+	VolumeBytes int
 }
 
 // TextSource gives the current text of indexed sessions: snippets, phrase
@@ -154,6 +159,9 @@ type Index struct {
 	log            zerolog.Logger
 	checkBudget    int // tests: sessions a search may read for phrase checks; 0 is maxChecked
 
+	volumeBytes int          // a longer session is indexed as volumes (volumes.go)
+	analysed    atomic.Int64 // bytes of text Put analysed (tests count work with it)
+
 	wmu    sync.Mutex // serialises Put, Delete and Close
 	closed atomic.Bool
 	warm   *warmer // builds new segments' blocks in the background (warm.go)
@@ -180,7 +188,10 @@ func open(dir string, opts Options, config map[string]any) (*Index, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("index: %w", err)
 	}
-	ix := &Index{analyzer: a, repeat: repeat, text: opts.Text, log: opts.Logger}
+	if opts.VolumeBytes < 0 {
+		return nil, fmt.Errorf("index: VolumeBytes %d: must be 0 (default) or more", opts.VolumeBytes)
+	}
+	ix := &Index{analyzer: a, repeat: repeat, text: opts.Text, log: opts.Logger, volumeBytes: cmp.Or(opts.VolumeBytes, DefaultVolumeBytes)}
 	var stored []string
 	if ix.text == nil {
 		ix.stored, stored = true, []string{fieldTitle, fieldBody, fieldChunk, fieldBreaks}
@@ -255,6 +266,7 @@ func newMapping(stored []string) *mapping.IndexMappingImpl {
 		dm.AddFieldMappingsAt(name, keywordField())
 	}
 	dm.AddFieldMappingsAt(fieldText, textField())
+	dm.AddFieldMappingsAt(fieldVolume, storedField())
 	for _, name := range stored {
 		dm.AddFieldMappingsAt(name, storedField())
 	}
@@ -332,6 +344,15 @@ type Session struct {
 	// (for the chunk scores' average length); Kind Chunks reads their text
 	// from the TextSource.
 	Chunks []Chunk
+	// Volume is the number of the volume Body begins (volumes.go): 0 for
+	// the whole session; n > 0 when Body is the session's text from the
+	// start of its volume n on, the volumes before n being indexed and
+	// unchanged (the pipeline appending to a long session).
+	Volume int
+	// Cuts are the byte offsets in Body at which a volume may begin,
+	// increasing, each also a break (the pipeline gives the starts of its
+	// exchanges); nil: at any break.
+	Cuts []int
 }
 
 // Chunk is one message-level piece of a session.
@@ -406,21 +427,38 @@ func (ix *Index) put(ctx context.Context, sessions []Session) error {
 		return ErrClosed
 	}
 	start := time.Now()
+	// What to write: each session's volumes, those of a long session only
+	// where their content changed, and what to delete: the volumes a
+	// session no longer has.
+	var writes []volumeWrite
+	var stale []string
+	for _, k := range keys {
+		w, d, err := ix.planVolumes(sessions[latest[k]])
+		if err != nil {
+			return fmt.Errorf("index: put: %w", err)
+		}
+		writes, stale = append(writes, w...), append(stale, d...)
+	}
 	// Analysis (in building the documents, see analyzedText) is most of a
 	// Put's CPU: it runs on every core, as Bleve's batch would run it, and
 	// outside the write lock, so a rebuild analyses its next batch while
 	// the previous one is written (see Put).
-	docs := make([]*document.Document, len(keys))
+	docs := make([]*document.Document, len(writes))
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(keys)) {
+	for range min(runtime.GOMAXPROCS(0), len(writes)) {
 		wg.Go(func() {
 			for {
 				i := int(next.Add(1) - 1)
-				if i >= len(keys) || ctx.Err() != nil {
+				if i >= len(writes) || ctx.Err() != nil {
 					return
 				}
-				docs[i] = ix.sessionDocOf(keys[i], sessions[latest[keys[i]]])
+				w := writes[i]
+				docs[i] = ix.sessionDocOf(w.key, w.s)
+				if w.hash != "" {
+					docs[i].AddField(document.NewTextFieldCustom(fieldVolume, nil, []byte(w.hash), storedOpts, nil))
+				}
+				ix.analysed.Add(int64(len(w.s.Title) + len(w.s.Body)))
 			}
 		})
 	}
@@ -440,6 +478,9 @@ func (ix *Index) put(ctx context.Context, sessions []Session) error {
 			return fmt.Errorf("index: put: %w", err)
 		}
 	}
+	for _, id := range stale {
+		b.Delete(id)
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -447,16 +488,68 @@ func (ix *Index) put(ctx context.Context, sessions []Session) error {
 		return fmt.Errorf("index: put: %w", err)
 	}
 	ix.warm.wake()
-	ix.log.Debug().Int("sessions", len(keys)).Dur("took", time.Since(start)).Msg("index: put")
+	ix.log.Debug().Int("sessions", len(keys)).Int("documents", len(writes)).Dur("took", time.Since(start)).Msg("index: put")
 	return nil
+}
+
+// volumeWrite is one volume document Put writes: its id, its content and,
+// for a session of several volumes, its hash (fieldVolume).
+type volumeWrite struct {
+	key  string
+	s    Session
+	hash string
+}
+
+// planVolumes returns the volume documents Put writes for s and the ids of
+// those it deletes. A session of one volume is written whole, as it was
+// before volumes; one of several, only the volumes whose hash differs from
+// the stored one. The stored volumes are looked up for a session of
+// several volumes, and for one of more than a quarter of the volume size,
+// which may have had several: a session's text shrinks only by edits and
+// redaction, and one edited down from several volumes to under a quarter
+// of one keeps its stale volumes until it is deleted or the index rebuilt
+// (the look-up would cost every short session's rewrite and rebuild).
+func (ix *Index) planVolumes(s Session) (writes []volumeWrite, stale []string, err error) {
+	vols := volumesOf(s, ix.volumeBytes)
+	multi := len(vols) > 1 || s.Volume > 0
+	var stored []string // from volume s.Volume on
+	if multi || len(s.Body) > ix.volumeBytes/4 {
+		if stored, err = ix.storedVolumes(s.UserID, s.SessionID, s.Volume); err != nil {
+			return nil, nil, fmt.Errorf("session %s: stored volumes: %w", s.SessionID, err)
+		}
+	}
+	if !multi {
+		writes = append(writes, volumeWrite{key: docKey(s.UserID, s.SessionID), s: s})
+	} else {
+		for n, v := range vols {
+			h := volumeHash(v)
+			if n < len(stored) && stored[n] == h {
+				continue
+			}
+			writes = append(writes, volumeWrite{key: volumeKey(s.UserID, s.SessionID, s.Volume+n), s: v, hash: h})
+		}
+	}
+	for n := len(vols); n < len(stored); n++ {
+		stale = append(stale, volumeKey(s.UserID, s.SessionID, s.Volume+n))
+	}
+	return writes, stale, nil
 }
 
 func validate(s Session) error {
 	if s.UserID == "" || s.SessionID == "" {
 		return errors.New("user id and session id are required")
 	}
+	if strings.IndexByte(s.SessionID, 0) >= 0 {
+		return errors.New("a session id must not hold a NUL byte") // volumeKey's separator
+	}
 	if err := validBreaks(s.Breaks, len(s.Body)); err != nil {
 		return fmt.Errorf("session %s: body: %w", s.SessionID, err)
+	}
+	if err := validBreaks(s.Cuts, len(s.Body)); err != nil {
+		return fmt.Errorf("session %s: volume cuts: %w", s.SessionID, err)
+	}
+	if s.Volume < 0 {
+		return fmt.Errorf("session %s: volume %d is negative", s.SessionID, s.Volume)
 	}
 	seen := make(map[int]struct{}, len(s.Chunks))
 	for _, c := range s.Chunks {
@@ -621,8 +714,17 @@ func (ix *Index) Delete(ctx context.Context, userID string, sessionIDs []string)
 	}
 	b := ix.sessions.NewBatch()
 	for _, id := range sessionIDs {
-		if id != "" {
-			b.Delete(docKey(userID, id))
+		if id == "" {
+			continue
+		}
+		b.Delete(docKey(userID, id))
+		// A long session's other volumes (see volumes.go).
+		stored, err := ix.storedVolumes(userID, id, 0)
+		if err != nil {
+			return fmt.Errorf("index: delete: %w", err)
+		}
+		for n := 1; n < len(stored); n++ {
+			b.Delete(volumeKey(userID, id, n))
 		}
 	}
 	if err := ix.sessions.Batch(b); err != nil {

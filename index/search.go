@@ -191,7 +191,7 @@ func (ix *Index) searchSessions(ctx context.Context, q Query, pq parsedQuery, li
 	checked := make(map[string]bool) // session id: holds the phrases
 	texts := make(map[string]Session)
 	for {
-		res, err := searchWords(ctx, ix.sessions, &ix.sessionLengths, q.UserID, pq, fetch, ev)
+		res, err := ix.searchBest(ctx, q.UserID, pq, fetch, ev)
 		if err != nil {
 			return nil, 0, false, err
 		}
@@ -345,6 +345,56 @@ func (ix *Index) explainHits(ctx context.Context, q Query, pq parsedQuery, hits 
 	return hits
 }
 
+// searchBest is searchWords over sessions: the best limit sessions of the
+// user, each once, as the document of its best volume (volumes.go), best
+// first; fewer only when the user has no more that match (limit <= 0:
+// all). Documents are fetched until limit distinct sessions are among
+// them: a session's volumes after its best cannot displace another
+// session, so the sessions are those the documents of every session
+// collapsed to its best would give, and pruned and exhaustive
+// evaluations, which give the same documents, give the same sessions.
+func (ix *Index) searchBest(ctx context.Context, userID string, pq parsedQuery, limit int, ev evaluation) (wordsResult, error) {
+	fetch := limit
+	for {
+		res, err := searchWords(ctx, ix.sessions, &ix.sessionLengths, userID, pq, fetch, ev)
+		if err != nil {
+			return res, err
+		}
+		docs, volumes := bestVolumes(res.docs)
+		if volumes == 0 || limit <= 0 || len(docs) >= limit || len(res.docs) < fetch {
+			if limit > 0 {
+				docs = docs[:min(limit, len(docs))]
+			}
+			res.docs = docs
+			return res, nil
+		}
+		// Each session left out has at least one more document: fetch as
+		// many more as the volumes that took places, and at least double.
+		fetch = max(2*fetch, fetch+volumes)
+	}
+}
+
+// bestVolumes keeps the first (best) document of each session in docs,
+// in order, and returns how many it dropped.
+func bestVolumes(docs []docHit) ([]docHit, int) {
+	seen := make(map[string]bool, len(docs))
+	out := docs[:0:0]
+	for _, d := range docs {
+		owner, sessionID, ok := splitKey(d.id)
+		if !ok {
+			out = append(out, d) // sessionHits reports it
+			continue
+		}
+		k := owner + "\x00" + sessionOfVolume(sessionID)
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		out = append(out, d)
+	}
+	return out, len(docs) - len(out)
+}
+
 // sessionHits turns documents into session hits, checking their owner.
 func sessionHits(userID string, docs []docHit) ([]Hit, error) {
 	hits := make([]Hit, 0, len(docs))
@@ -356,7 +406,7 @@ func sessionHits(userID string, docs []docHit) ([]Hit, error) {
 		if owner != userID { // cannot happen: searchWords matches only the user's documents
 			return nil, errors.New("a document of another user matched")
 		}
-		hits = append(hits, Hit{SessionID: sessionID, Ordinal: -1, Score: d.score})
+		hits = append(hits, Hit{SessionID: sessionOfVolume(sessionID), Ordinal: -1, Score: d.score})
 	}
 	return hits, nil
 }
@@ -412,7 +462,7 @@ func (ix *Index) searchChunks(ctx context.Context, q Query, pq parsedQuery, limi
 	if len(pq.Phrases) > 0 {
 		fetch = ix.budget() + 1
 	}
-	res, err := searchWords(ctx, ix.sessions, &ix.sessionLengths, q.UserID, sq, fetch, ev)
+	res, err := ix.searchBest(ctx, q.UserID, sq, fetch, ev)
 	if err != nil || len(res.docs) == 0 {
 		return nil, 0, false, err
 	}

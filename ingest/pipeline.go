@@ -43,6 +43,12 @@ type Doc struct {
 	Session           kv.Session
 	Exchanges         []Exchange
 	Chunks            []Chunk
+	// Volume is 0 when the doc holds the whole session. n > 0: it holds
+	// the session from the start of its full-text volume n on (loadTail),
+	// Exchanges and Chunks are that part's (the chunks with the session's
+	// ordinals), and the volumes before are indexed and unchanged.
+	Volume int
+	edits  uint64 // the session's count of edits when it was read (loadTail)
 }
 
 // PipelineOptions tunes the indexer; zero values take defaults.
@@ -111,12 +117,16 @@ type PipelineOptions struct {
 // again meanwhile. After a crash a session may be indexed twice; the index
 // and the stages are idempotent, so that is safe.
 type Pipeline struct {
-	store  *kv.Store
-	index  TextIndex
-	stages []Stage
-	opts   PipelineOptions
-	log    zerolog.Logger
-	wake   chan struct{}
+	store *kv.Store
+	index TextIndex
+	// volumes is the index as one that cuts long sessions into volumes
+	// (*index.Index), nil otherwise: only then does a step read a long
+	// session from its index tail instead of whole.
+	volumes volumeIndex
+	stages  []Stage
+	opts    PipelineOptions
+	log     zerolog.Logger
+	wake    chan struct{}
 
 	mu       sync.Mutex
 	wasLive  [2]bool         // by queue: its last step took live work, so the next takes the oldest
@@ -155,7 +165,8 @@ func NewPipeline(store *kv.Store, idx TextIndex, opts PipelineOptions, stages ..
 	if opts.MaxAdmitWait <= 0 {
 		opts.MaxAdmitWait = 10 * time.Second
 	}
-	return &Pipeline{store: store, index: idx, stages: stages, opts: opts, log: opts.Logger, wake: make(chan struct{}, 1),
+	vi, _ := idx.(volumeIndex)
+	return &Pipeline{store: store, index: idx, volumes: vi, stages: stages, opts: opts, log: opts.Logger, wake: make(chan struct{}, 1),
 		stepped: make(chan struct{})}
 }
 
@@ -421,10 +432,11 @@ func (p *Pipeline) drain(ctx context.Context, q kv.Queue) (int, error) {
 		return 0, nil
 	}
 	stopRenew := p.renewClaims(ctx, dirty)
+	var tails []*kv.IndexTail // by doc: where the next step may start reading
 	if q == kv.SearchQueue {
-		err = p.write(ctx, docs, p.index.PutSessions, false)
+		tails, err = p.write(ctx, docs, p.index.PutSessions, false, true)
 	} else {
-		err = p.write(ctx, docs, p.index.PutChunks, true)
+		_, err = p.write(ctx, docs, p.index.PutChunks, true, false)
 	}
 	if err != nil {
 		stopRenew()
@@ -438,7 +450,7 @@ func (p *Pipeline) drain(ctx context.Context, q kv.Queue) (int, error) {
 	now := time.Now()
 	// The claims are renewed until the entries are cleared, which may
 	// wait for the records' database to come back.
-	err = p.clear(ctx, q, dirty)
+	err = p.clear(ctx, q, dirty, tails)
 	stopRenew()
 	if err != nil {
 		err = fmt.Errorf("clear %s queue: %w", q, err)
@@ -482,13 +494,20 @@ func (p *Pipeline) drain(ctx context.Context, q kv.Queue) (int, error) {
 // after a longer outage another node may have taken an entry, which is
 // then indexed twice (harmless: the index writes are replacements). The
 // clear is version-checked as always: a session written again meanwhile
-// stays queued for its newer write.
-func (p *Pipeline) clear(ctx context.Context, q kv.Queue, dirty []kv.Dirty) error {
+// stays queued for its newer write. tails (by entry, nil for none) are
+// where the next step of a long session may start reading, recorded in the
+// same transaction.
+func (p *Pipeline) clear(ctx context.Context, q kv.Queue, dirty []kv.Dirty, tails []*kv.IndexTail) error {
 	var sched backoff.BackOff
 	for {
 		// Small, and the indexer waits on it: ahead of queued bulk writes.
 		err := p.store.CommitFirst(ctx, func(tx *kv.Tx) error {
-			for _, d := range dirty {
+			for i, d := range dirty {
+				if tails != nil && tails[i] != nil {
+					if _, err := tx.SetIndexTail(d.UserID, d.SessionID, *tails[i]); err != nil {
+						return err
+					}
+				}
 				if err := tx.ClearDirty(d); err != nil {
 					return err
 				}
@@ -549,8 +568,16 @@ func (p *Pipeline) take(ctx context.Context, q kv.Queue, owed bool, budget stepB
 			st.queued = tx.QueueLen(q)
 		}
 		st.docs, st.size = st.docs[:0], 0
+		// A long session is read from its index tail where the index cuts
+		// volumes; a chunk step reads it whole when a stage (embedding)
+		// needs every chunk.
+		tail := p.volumes != nil && (q == kv.SearchQueue || len(p.stages) == 0)
 		for i, d := range st.dirty {
-			doc, err := LoadDoc(tx, d.UserID, d.SessionID)
+			load := LoadDoc
+			if tail {
+				load = loadTail
+			}
+			doc, err := load(tx, d.UserID, d.SessionID)
 			if err != nil {
 				return err
 			}
@@ -751,39 +778,83 @@ func (p *Pipeline) room() bool {
 	return float64(p.backlog+p.written+p.inflight) < limit
 }
 
+// A step holding more than shortStep bytes of text writes the sessions of
+// at most shortSession bytes in a batch before the others (write).
+const (
+	shortStep    = 256 << 10
+	shortSession = 64 << 10
+)
+
+// bodyBytes is the text of sessions.
+func bodyBytes(sessions []index.Session) int {
+	n := 0
+	for _, s := range sessions {
+		n += len(s.Title) + len(s.Body)
+	}
+	return n
+}
+
 // write indexes docs with put (PutSessions for a search step, PutChunks for
-// a chunk step, Put for a rebuild), then, if stages, runs the stages. It
+// a chunk step, Put for a rebuild), short sessions first if shortFirst,
+// then, if stages, runs the stages. It
 // removes every document of deleted sessions whichever put it is given: a
 // chunk step may have written chunks from a read made before the deletion.
-func (p *Pipeline) write(ctx context.Context, docs []Doc, put func(context.Context, []index.Session) error, stages bool) error {
+func (p *Pipeline) write(ctx context.Context, docs []Doc, put func(context.Context, []index.Session) error, stages, shortFirst bool) ([]*kv.IndexTail, error) {
 	var sessions []index.Session
+	var of []int                     // sessions[j] is docs[of[j]]
 	deleted := map[string][]string{} // user -> session ids
-	for _, d := range docs {
+	for i, d := range docs {
 		if d.Deleted {
 			deleted[d.UserID] = append(deleted[d.UserID], d.SessionID)
 		} else {
 			sessions = append(sessions, IndexSession(d))
+			of = append(of, i)
 		}
 	}
-	if len(sessions) > 0 {
-		if err := put(ctx, sessions); err != nil {
-			return fmt.Errorf("index %d sessions: %w", len(sessions), err)
+	// Short sessions first, in a batch of their own, when the step also
+	// holds long text: a live message waits for its own analysis, not for
+	// a volume of another user's long session (Put's batch is searchable
+	// when it returns).
+	short, long := sessions, []index.Session(nil)
+	if shortFirst && len(sessions) > 1 && bodyBytes(sessions) > shortStep {
+		short, long = nil, nil
+		for _, s := range sessions {
+			if len(s.Title)+len(s.Body) <= shortSession {
+				short = append(short, s)
+			} else {
+				long = append(long, s)
+			}
+		}
+	}
+	for _, batch := range [][]index.Session{short, long} {
+		if len(batch) == 0 {
+			continue
+		}
+		if err := put(ctx, batch); err != nil {
+			return nil, fmt.Errorf("index %d sessions: %w", len(batch), err)
 		}
 	}
 	for uid, ids := range deleted {
 		if err := p.index.Delete(ctx, uid, ids); err != nil {
-			return fmt.Errorf("unindex %d sessions: %w", len(ids), err)
+			return nil, fmt.Errorf("unindex %d sessions: %w", len(ids), err)
+		}
+	}
+	var tails []*kv.IndexTail
+	if p.volumes != nil {
+		tails = make([]*kv.IndexTail, len(docs))
+		for j, s := range sessions {
+			tails[of[j]] = indexTail(p.volumes, docs[of[j]], s)
 		}
 	}
 	if !stages {
-		return nil
+		return tails, nil
 	}
 	for _, s := range p.stages {
 		if err := s.Process(ctx, docs); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return tails, nil
 }
 
 // purge removes deleted sessions' records in bounded transactions.
@@ -833,12 +904,13 @@ func (d Doc) textBytes() int {
 
 // IndexSession is the index document for a loaded session.
 func IndexSession(d Doc) index.Session {
-	is := index.Session{UserID: d.UserID, SessionID: d.SessionID, Title: d.Session.Title}
+	is := index.Session{UserID: d.UserID, SessionID: d.SessionID, Title: d.Session.Title, Volume: d.Volume}
 	body := make([]byte, 0, 1024)
 	for i, e := range d.Exchanges {
 		if i > 0 {
 			body = append(body, "\n\n"...)
 			is.Breaks = append(is.Breaks, len(body))
+			is.Cuts = append(is.Cuts, len(body)) // a volume begins with an exchange (loadTail)
 		}
 		for _, b := range e.Breaks() {
 			is.Breaks = append(is.Breaks, len(body)+b)

@@ -159,7 +159,10 @@ func (p *Pipeline) RebuildFrom(ctx context.Context, o RebuildOptions) error {
 			return fail(b.err)
 		}
 		w := writing{loaded: b, done: make(chan error, 1)}
-		go func() { w.done <- p.write(ctx, w.docs, p.index.Put, false) }()
+		go func() {
+			_, err := p.write(ctx, w.docs, p.index.Put, false, false)
+			w.done <- err
+		}()
 		queue = append(queue, w)
 		if len(queue) == rebuildInFlight {
 			if err := finish(); err != nil {

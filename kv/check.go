@@ -32,7 +32,7 @@ func (s *Store) Check() error {
 				return nil
 			})
 		}
-		for _, b := range [][]byte{bucketSessions, bucketExternal, bucketOrder, bucketSessionNum, bucketMessages, bucketMsgExt, bucketOutbox, bucketOutboxChunks, bucketTombstones, bucketTombstoneOrder, bucketRedactions} {
+		for _, b := range [][]byte{bucketSessions, bucketExternal, bucketOrder, bucketSessionNum, bucketMessages, bucketMsgExt, bucketOutbox, bucketOutboxChunks, bucketTombstones, bucketTombstoneOrder, bucketRedactions, bucketIndexTail} {
 			owned(b, IDLen)
 		}
 		counts := map[string]int64{}

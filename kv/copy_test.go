@@ -85,6 +85,9 @@ func populate(t *testing.T, st *kv.Store, messages int) {
 		if err := tx.MarkLive(sessions[1].UserID, sessions[1].ID); err != nil {
 			return err
 		}
+		if _, err := tx.SetIndexTail(sessions[2].UserID, sessions[2].ID, kv.IndexTail{Seq: 10, Chunk: 4, Volume: 1, Title: []byte("hash")}); err != nil {
+			return err
+		}
 		for _, d := range tx.DirtySessions(kv.SearchQueue, 10) {
 			if err := tx.PassOn(d); err != nil {
 				return err

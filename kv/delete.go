@@ -35,6 +35,9 @@ func (tx *Tx) DeleteSession(userID, sessionID string) error {
 	if err := tx.bucket(bucketPurge).Put(cat(uid, sid), nil); err != nil {
 		return err
 	}
+	if err := tx.dropIndexTail(userID, sessionID); err != nil {
+		return err
+	}
 	return tx.MarkDirty(userID, sessionID)
 }
 
@@ -75,6 +78,9 @@ func (s *Store) PurgeStep(ctx context.Context, limit int) (int, error) {
 				return err
 			}
 			if err := tx.bucket(bucketSessions).Delete(key); err != nil {
+				return err
+			}
+			if err := tx.dropIndexTail(string(key[:IDLen]), string(key[IDLen:])); err != nil {
 				return err
 			}
 			if err := purge.Delete(key); err != nil {

@@ -50,7 +50,7 @@ var (
 
 var allBuckets = [][]byte{bucketUsers, bucketUserNames, bucketKeys, bucketSessions, bucketExternal,
 	bucketOrder, bucketSessionNum, bucketMessages, bucketMsgExt, bucketOutbox, bucketOutboxChunks, bucketOutboxLive, bucketOutboxChunksLive, bucketPurge, bucketTombstones, bucketTombstoneOrder, bucketMeta, bucketWebSessions,
-	bucketRedactions}
+	bucketRedactions, bucketIndexTail}
 
 // Options configures Open.
 type Options struct {

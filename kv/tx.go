@@ -345,7 +345,15 @@ func (tx *Tx) PutMessage(m *Message) error {
 	if err != nil {
 		return err
 	}
-	if err := tx.bucket(bucketMessages).Put(msgKey(prefix, m.Seq), v); err != nil {
+	msgs := tx.bucket(bucketMessages)
+	// An edit (the message exists) may change text the indexer no longer
+	// reads (indextail.go).
+	if msgs.Get(msgKey(prefix, m.Seq)) != nil {
+		if err := tx.editedMessage(m.UserID, m.SessionID, m.Seq); err != nil {
+			return err
+		}
+	}
+	if err := msgs.Put(msgKey(prefix, m.Seq), v); err != nil {
 		return err
 	}
 	return tx.bucket(bucketMsgExt).Put(cat(prefix, []byte(m.ExternalID)), u64(m.Seq))

@@ -38,6 +38,7 @@ const benchUsage = `bench relevance --dataset DIR [--modes fulltext,semantic,hyb
        bench redact    [--datasets DIR] [--labels FILE] [--seed S] [--per-kind N] [--ingest-messages N] [--rounds R] [--out DIR] [--json]
        bench import    [--size 1GB] [--formats claude-code,codex] [--transcripts DIR|none] [--seed S] [--out DIR] [--json]
        bench watch     [--messages 600] [--sessions-per-agent 3] [--interval 100ms-500ms] [--seed S] [--out DIR] [--json]
+       bench longsession [--size 50MB] [--appends 2m] [--settle 30s] [--message 2KB-20KB] [--seed S] [--dir DIR] [--out DIR] [--json]
        bench embed     [--windows 256] [--rounds 5] [--seed S] [--out DIR] [--json]
        bench vectors   [--vectors 1000000] [--dims 1536] [--queries 1000] [--k 10] [--seed S] [--dir DIR]
                        [--reuse-truth] [--reference CACHE.db] [--out DIR] [--json]
@@ -47,7 +48,7 @@ See bench/README.md: bring your own data, what each metric means, comparing two 
 func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, "Usage: hindsight "+benchUsage)
-		return cli.Usage("bench needs a subcommand: relevance, load, ingest, nodes, redact, import, watch, embed or vectors")
+		return cli.Usage("bench needs a subcommand: relevance, load, ingest, nodes, redact, import, watch, longsession, embed or vectors")
 	}
 	// The semantic settings (model directory, OpenAI key, WEAVIATE_URL...)
 	// come from the environment, as for serve.
@@ -111,6 +112,17 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 		return runner.VectorIndex(ctx, c, stdout, stderr)
+	case "longsession":
+		c, err := parseBenchLongSession(args[1:], stderr)
+		if err != nil {
+			return err
+		}
+		exe, err := hindsightBinary()
+		if err != nil {
+			return fmt.Errorf("bench longsession: %w", err)
+		}
+		c.Self = []string{exe}
+		return runner.LongSession(ctx, c, stdout, stderr)
 	case "watch":
 		c, err := parseBenchWatch(args[1:], stderr)
 		if err != nil {
@@ -124,7 +136,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return runner.Watch(ctx, c, stdout, stderr)
 	}
 	fmt.Fprintln(stderr, "Usage: hindsight "+benchUsage)
-	return cli.Usagef("unknown bench %q (relevance, load, ingest, nodes, redact, import, watch, embed or vectors)", args[0])
+	return cli.Usagef("unknown bench %q (relevance, load, ingest, nodes, redact, import, watch, longsession, embed or vectors)", args[0])
 }
 
 func parseBenchRelevance(args []string, cfg *config.Config, stderr io.Writer) (runner.RelevanceConfig, error) {
@@ -543,4 +555,44 @@ func parseBytes(s string) (int64, error) {
 		return 0, err
 	}
 	return int64(f * float64(mult)), nil
+}
+
+func parseBenchLongSession(args []string, stderr io.Writer) (runner.LongSessionConfig, error) {
+	c := runner.LongSessionConfig{Command: runner.CommandLine(append([]string{"hindsight", "bench", "longsession"}, args...))}
+	fs := cli.NewFlags("bench longsession", "bench longsession [flags]", stderr)
+	size := fs.String("size", "50MB", "message text the long session is grown to before the appends (KB, MB, GB: binary units)")
+	fs.DurationVar(&c.Appends, "appends", 2*time.Minute, "how long one message a second is appended (and another user's live messages probed)")
+	fs.DurationVar(&c.Settle, "settle", 30*time.Second, "how long the server is left alone between growing the session and the appends")
+	message := fs.String("message", "2KB-20KB", "an appended message holds MIN-MAX bytes of text, uniformly")
+	fs.Uint64Var(&c.Seed, "seed", 1, "seed of the generated text")
+	fs.StringVar(&c.Dir, "dir", "", "scratch directory for the server's data (default: a temp dir)")
+	fs.StringVar(&c.Out, "out", "", "directory for report.txt and result.json")
+	fs.BoolVar(&c.JSON, "json", false, "print only JSON")
+	pos, err := cli.Parse(fs, args)
+	if err != nil {
+		return c, err
+	}
+	if len(pos) > 0 {
+		return c, cli.Usagef("bench longsession takes no arguments, got %q", pos)
+	}
+	s, err := parseBytes(*size)
+	if err != nil || s < 1 {
+		return c, cli.Usagef("--size %q: want a size such as 50MB", *size)
+	}
+	c.Size = s
+	lo, hi, ok := strings.Cut(*message, "-")
+	var a, b int64
+	if ok {
+		if a, err = parseBytes(lo); err == nil {
+			b, err = parseBytes(hi)
+		}
+	}
+	if !ok || err != nil || a < 1 || b < a || b > 512<<10 {
+		return c, cli.Usagef("--message %q: want MIN-MAX sizes up to 512KB, e.g. 2KB-20KB", *message)
+	}
+	c.MinBytes, c.MaxBytes = int(a), int(b)
+	if c.Appends < time.Second {
+		return c, cli.Usage("--appends must be at least 1s")
+	}
+	return c, nil
 }
