@@ -141,7 +141,9 @@ type Takeover struct {
 	// From the kill: the latest lease of the node's claims ran out; every
 	// claim had passed to another node; every entry was indexed (gone from
 	// its queue); every session was found by a full-text search on a
-	// surviving node.
+	// surviving node (which may come first: the killed node may have
+	// written a session to the shared index before it died, leaving only
+	// its outbox entry to clear).
 	LeaseLeftS  float64 `json:"lease_left_s"`
 	TakenS      float64 `json:"taken_s"`
 	IndexedS    float64 `json:"indexed_s"`

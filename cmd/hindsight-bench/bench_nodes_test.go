@@ -104,9 +104,11 @@ func TestBenchNodes(t *testing.T) {
 		t.Errorf("takeover %+v: want claims held at the kill", tk)
 	}
 	// Another node may take an entry only once its lease has run out, and
-	// an entry indexed has had its claim dropped.
-	if tk.LeaseS != 30 || tk.LeaseLeftS > tk.LeaseS || tk.IndexedS < tk.LeaseLeftS || tk.TakenS > tk.IndexedS || tk.SearchableS < tk.LeaseLeftS {
-		t.Errorf("takeover %+v: want lease left <= lease <= ... taken <= indexed, and indexed and searchable only after the lease left", tk)
+	// an entry indexed has had its claim dropped. A session may be found
+	// sooner: the killed node may have written it to the shared index
+	// before it died, with only its outbox entry left to clear.
+	if tk.LeaseS != 30 || tk.LeaseLeftS > tk.LeaseS || tk.IndexedS < tk.LeaseLeftS || tk.TakenS > tk.IndexedS || tk.SearchableS <= 0 {
+		t.Errorf("takeover %+v: want lease left <= lease, taken <= indexed, indexed only after the lease left, every session found", tk)
 	}
 
 	report, err := os.ReadFile(filepath.Join(out, "report.md"))
