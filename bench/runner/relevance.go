@@ -683,7 +683,33 @@ func runSettings(s map[string]string) map[string]string {
 	s["date"] = time.Now().UTC().Format("2006-01-02 15:04 UTC")
 	bi, _ := debug.ReadBuildInfo()
 	s["commit"] = buildCommit(bi, gitHead)
+	if n := schedulerNote(autogroupFile); n != "" {
+		s["scheduler"] = n
+	}
 	return s
+}
+
+// autogroupFile is where Linux says whether it schedules by autogroup.
+const autogroupFile = "/proc/sys/kernel/sched_autogroup_enabled"
+
+// schedulerNote says, for a run's settings, whether nice orders the run
+// against other work on the machine. With autogroup scheduling on, the
+// cores are shared between sessions (terminals, services) as groups,
+// whatever their processes' nice values: other sessions' work takes its
+// share from a bench run held at a lower nice, and figures measured "while
+// the rest ran at nice 19" were not. "" where the file cannot be read.
+func schedulerNote(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	switch strings.TrimSpace(string(b)) {
+	case "1":
+		return "autogroup on: nice does not order this run against other sessions' processes, which share the cores by session"
+	case "0":
+		return "autogroup off: nice orders this run against other processes"
+	}
+	return ""
 }
 
 // buildCommit names the commit the running binary was built from: the

@@ -316,3 +316,27 @@ func TestSweepFusion(t *testing.T) {
 		}
 	}
 }
+
+// TestSchedulerNote: the settings say whether nice could order the run
+// against other work, from the kernel's autogroup switch.
+func TestSchedulerNote(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		content, want string
+	}{
+		{"1\n", "autogroup on"},
+		{"0\n", "autogroup off"},
+		{"x\n", ""},
+	} {
+		path := filepath.Join(dir, "autogroup")
+		if err := os.WriteFile(path, []byte(tc.content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := schedulerNote(path); !strings.HasPrefix(got, tc.want) || (tc.want == "") != (got == "") {
+			t.Errorf("file %q: %q, want it to start with %q", tc.content, got, tc.want)
+		}
+	}
+	if got := schedulerNote(filepath.Join(dir, "missing")); got != "" {
+		t.Errorf("missing file: %q, want nothing", got)
+	}
+}
