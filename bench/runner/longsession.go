@@ -6,13 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/hindsight-dev/hindsight/bench"
@@ -49,61 +46,22 @@ func LongSession(ctx context.Context, c LongSessionConfig, stdout, stderr io.Wri
 	}
 	c.Progress = progressOut
 	data := filepath.Join(dir, "data")
-	env := append(append(os.Environ(), c.Env...), "HINDSIGHT_EMBEDDER=none", "HINDSIGHT_RATE_LIMIT=0", "HINDSIGHT_LOG_LEVEL=warn")
-	run := func(args ...string) (string, error) {
-		cmd := exec.CommandContext(ctx, c.Self[0], append(append(append([]string{}, c.Self[1:]...), args...), "--data", data)...)
-		cmd.Env = env
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		err := cmd.Run()
-		if err != nil {
-			return "", fmt.Errorf("hindsight %s: %v\n%s", strings.Join(args, " "), err, out.String())
-		}
-		return out.String(), nil
-	}
 	keys := map[string]string{}
 	for _, user := range []string{"long", "live"} {
-		if _, err := run("users", "create", user); err != nil {
+		if keys[user], err = userKey(ctx, "", data, user); err != nil {
 			return err
 		}
-		out, err := run("keys", "create", "--user", user)
-		if err != nil {
-			return err
-		}
-		lines := strings.Fields(strings.TrimSpace(out))
-		keys[user] = lines[len(lines)-1]
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	env := append(nodeEnv(c.Env...), "HINDSIGHT_EMBEDDER=none", "HINDSIGHT_RATE_LIMIT=0")
+	server, err := startNode(ctx, "hindsight serve", c.Self, env, keys["long"], "--data", data)
 	if err != nil {
 		return err
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	cmd := exec.CommandContext(ctx, c.Self[0], append(append([]string{}, c.Self[1:]...), "serve", "--data", data, "--addr", addr)...)
-	cmd.Env = env
-	var serveOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &serveOut, &serveOut
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("hindsight serve: %w", err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-		}
-	}()
+	defer server.stop()
 	client := func(user string) *bench.Client {
-		return &bench.Client{URL: "http://" + addr, Key: keys[user], HTTP: &http.Client{Timeout: 10 * time.Minute}}
+		return &bench.Client{URL: server.client.URL, Key: keys[user], HTTP: &http.Client{Timeout: 10 * time.Minute}}
 	}
-	if err := waitHealthy(ctx, "http://"+addr, exited); err != nil {
-		return fmt.Errorf("hindsight serve: %w\n%s", err, serveOut.String())
-	}
-	pid := cmd.Process.Pid
+	pid := server.cmd.Process.Pid
 	// The watcher keeps the highest mark it read: a reset starts a new one.
 	stopPeak := bench.WatchPeakRSS(pid)
 	peak := func() int64 {
@@ -121,7 +79,7 @@ func LongSession(ctx context.Context, c LongSessionConfig, stdout, stderr io.Wri
 		ResetPeak: reset, Peak: peak, RSS: func() int64 { return bench.CurrentRSS(pid) }}, c.LongSessionOptions)
 	stopPeak()
 	if err != nil {
-		return fmt.Errorf("bench longsession: %w\n%s", err, serveOut.String())
+		return fmt.Errorf("bench longsession: %w\n%s", err, server.output())
 	}
 	res.Command = c.Command
 	for k, v := range runSettings(map[string]string{
@@ -154,26 +112,4 @@ func LongSession(ctx context.Context, c LongSessionConfig, stdout, stderr io.Wri
 	}
 	bench.PrintLongSession(stdout, res)
 	return nil
-}
-
-// waitHealthy waits until the server at url answers /health, or exits.
-func waitHealthy(ctx context.Context, url string, exited <-chan error) error {
-	deadline := time.Now().Add(2 * time.Minute)
-	for time.Now().Before(deadline) {
-		resp, err := http.Get(url + "/health")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case err := <-exited:
-			return fmt.Errorf("exited before it answered: %v", err)
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	return fmt.Errorf("no answer on %s/health within 2 minutes", url)
 }

@@ -44,17 +44,23 @@ var (
 // benchKey creates the user "bench" and a key for it in the records
 // (records, else the bbolt file in dataDir), before any node serves them.
 func benchKey(ctx context.Context, records, dataDir string) (string, error) {
+	return userKey(ctx, records, dataDir, "bench")
+}
+
+// userKey creates user and a key for it in the records (records, else the
+// bbolt file in dataDir), before any node serves them.
+func userKey(ctx context.Context, records, dataDir, user string) (string, error) {
 	var key string
 	err := admin.WithRecords(ctx, records, dataDir, 0, func(ops admin.Ops) error {
-		if _, err := ops.CreateUser(ctx, "bench"); err != nil {
+		if _, err := ops.CreateUser(ctx, user); err != nil {
 			return err
 		}
-		k, _, err := ops.CreateKey(ctx, "bench", "bench")
+		k, _, err := ops.CreateKey(ctx, user, "bench")
 		key = k
 		return err
 	})
 	if err != nil {
-		return "", fmt.Errorf("create the bench user: %w", err)
+		return "", fmt.Errorf("create the user %s: %w", user, err)
 	}
 	return key, nil
 }
