@@ -151,10 +151,13 @@ func sessionBytes(sessions int, raw, text int64, d DiskUse) *SessionBytes {
 	return b
 }
 
-// Latency is a p50/p99 pair in milliseconds.
+// Latency is a p50/p99 pair in milliseconds and, for a query pass, the
+// process's CPU milliseconds per query over the pass (whatever else the
+// process did meanwhile included: after the ingest drained, little).
 type Latency struct {
 	P50ms float64 `json:"p50_ms"`
 	P99ms float64 `json:"p99_ms"`
+	CPUms float64 `json:"cpu_ms_per_query,omitempty"`
 }
 
 // PhraseLatency is the latency of the phrase queries of one kind, how
@@ -309,6 +312,7 @@ func (l *Loader) Step(ctx context.Context, o StepOptions) (LoadStep, error) {
 		for _, path := range []string{"first", "inprocess", "http"} {
 			lat := make([]time.Duration, 0, len(queries))
 			bar := progress.New(o.Progress, fmt.Sprintf("queries %s/%s at %d", mode, path, l.done), len(queries))
+			cpu := ProcessCPU()
 			for i, q := range queries {
 				user := i % len(l.t.Clients)
 				start := time.Now()
@@ -325,7 +329,8 @@ func (l *Loader) Step(ctx context.Context, o StepOptions) (LoadStep, error) {
 				bar.Set(i + 1)
 			}
 			bar.Done()
-			st.Query[mode+"/"+path] = Latency{millis(Percentile(lat, 50)), millis(Percentile(lat, 99))}
+			st.Query[mode+"/"+path] = Latency{P50ms: millis(Percentile(lat, 50)), P99ms: millis(Percentile(lat, 99)),
+				CPUms: millis(ProcessCPU()-cpu) / float64(max(len(queries), 1))}
 		}
 	}
 	if slices.Contains(l.t.Modes, "fulltext") {
@@ -425,7 +430,7 @@ func (l *Loader) phrases(ctx context.Context, o StepOptions) (first, steady map[
 		bar.Done()
 		out := map[string]PhraseLatency{}
 		for k, ds := range lat {
-			out[k] = PhraseLatency{Latency: Latency{millis(Percentile(ds, 50)), millis(Percentile(ds, 99))},
+			out[k] = PhraseLatency{Latency: Latency{P50ms: millis(Percentile(ds, 50)), P99ms: millis(Percentile(ds, 99))},
 				Queries: len(ds), Found: found[k], Partial: partial[k]}
 		}
 		return out, nil

@@ -178,8 +178,9 @@ func TestWriteLoadFiles(t *testing.T) {
 	step := func(n int, p50 float64) LoadStep {
 		return LoadStep{Sessions: n, Messages: 20 * n, IngestMsgsPS: 20000, SearchableMsgsPS: 15000, LagP50ms: 300, LagP99ms: 900,
 			Live: &LiveProbe{N: 30, P50ms: 800, P99ms: 1500, Maxms: 1900},
-			Query: map[string]Latency{"fulltext/first": {2 * p50, 8 * p50}, "fulltext/inprocess": {p50, 4 * p50},
-				"fulltext/http": {p50 + 1, 4*p50 + 1}},
+			Query: map[string]Latency{"fulltext/first": {P50ms: 2 * p50, P99ms: 8 * p50},
+				"fulltext/inprocess": {P50ms: p50, P99ms: 4 * p50, CPUms: p50 / 2},
+				"fulltext/http":      {P50ms: p50 + 1, P99ms: 4*p50 + 1}},
 			RebuildPS: 2000, HeapBytes: uint64(n) * 3000, RecordsBytes: int64(n) * 8000, IndexBytes: int64(n) * 4000,
 			BytesPerSession: 12000, HeapPerSession: 3000, RawBytes: int64(n) * 10240, TextBytes: int64(n) * 5120,
 			PerSession: sessionBytes(n, int64(n)*10240, int64(n)*5120, DiskUse{Records: int64(n) * 8192, Index: int64(n) * 4096})}
@@ -204,7 +205,7 @@ func TestWriteLoadFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"hindsight bench load --grow 10000,100000", "| 100000 | 2000000 | 20000 | 15000 | 300 / 900 | 800 / 1500 / 1900 | 6.32 / 25.30 | 3.16 / 12.65 |",
+	for _, want := range []string{"hindsight bench load --grow 10000,100000", "| 100000 | 2000000 | 20000 | 15000 | 300 / 900 | 800 / 1500 / 1900 | 6.32 / 25.30 | 3.16 / 12.65 (CPU 1.58) |",
 		"| fulltext first-pass p99 | 0.50 | 8.00 → 25.30 |",
 		"| fulltext query p50 | 0.50 | 1.00 → 3.16 |", "](growth_latency.svg)",
 		// records 8 KiB of 10 KiB raw, index 4 KiB of 5 KiB text

@@ -38,6 +38,7 @@ func TestBenchLoadGrow(t *testing.T) {
 			Query        map[string]struct {
 				P50ms float64 `json:"p50_ms"`
 				P99ms float64 `json:"p99_ms"`
+				CPUms float64 `json:"cpu_ms_per_query"`
 			} `json:"query"`
 			RebuildPS       float64 `json:"rebuild_sessions_per_s"`
 			RawBlevePS      float64 `json:"raw_bleve_sessions_per_s"`
@@ -75,7 +76,7 @@ func TestBenchLoadGrow(t *testing.T) {
 			t.Errorf("step %d: bytes per session %+v", s.Sessions, b)
 		}
 		for _, path := range []string{"fulltext/first", "fulltext/inprocess", "fulltext/http"} {
-			if q, ok := s.Query[path]; !ok || q.P50ms <= 0 || q.P99ms < q.P50ms {
+			if q, ok := s.Query[path]; !ok || q.P50ms <= 0 || q.P99ms < q.P50ms || q.CPUms <= 0 {
 				t.Errorf("step %d: query %s = %+v", s.Sessions, path, q)
 			}
 		}
