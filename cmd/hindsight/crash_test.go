@@ -24,7 +24,6 @@ func TestCrashLosesNoAcknowledgedWrite(t *testing.T) {
 	srv := startServe(t, dir, "--rate-limit", "0")
 
 	const writers, perBatch = 4, 40
-	type batchID struct{ writer, n int }
 	var mu sync.Mutex
 	acked := map[batchID]bool{}
 	sent := map[batchID]bool{}
