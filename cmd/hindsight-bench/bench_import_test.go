@@ -26,8 +26,7 @@ func TestBenchImport(t *testing.T) {
 	defer cancel()
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
-	c := runner.ImportConfig{Size: 512 << 10, Seed: 3, Transcripts: src, Out: out, JSON: true, Command: "test",
-		Self: []string{hindsightBin(t)}, Dir: t.TempDir()}
+	c := runner.ImportConfig{Size: 512 << 10, Seed: 3, Transcripts: src, Invocation: testRun(t, out)}
 	if err := runner.Import(ctx, c, &stdout, &stderr); err != nil {
 		t.Fatalf("bench import: %v\n%s", err, stderr.String())
 	}

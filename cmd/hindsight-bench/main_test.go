@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hindsight-dev/hindsight/bench"
+	"github.com/hindsight-dev/hindsight/bench/runner"
 )
 
 // TestMain removes the hindsight binary the import and watch benches
@@ -63,6 +64,14 @@ func hindsightBin(t *testing.T) string {
 		t.Fatal(b.err)
 	}
 	return b.bin
+}
+
+// testRun is how the tests run a bench that runs hindsight as processes
+// of its own: hindsightBin's hindsight, a scratch directory of t's, the
+// report and result.json into out, only the JSON result on stdout.
+func testRun(t *testing.T, out string) runner.Invocation {
+	t.Helper()
+	return runner.Invocation{Self: []string{hindsightBin(t)}, Dir: t.TempDir(), Out: out, JSON: true, Command: "test"}
 }
 
 // untilDeadline returns a context that ends a minute before the test's
