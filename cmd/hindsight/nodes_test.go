@@ -270,30 +270,7 @@ func TestNodeKilledMidBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	err = st.View(context.Background(), func(tx *kv.Tx) error {
-		u, err := tx.UserByName("kill")
-		if err != nil {
-			return err
-		}
-		for id := range sent {
-			present := 0
-			if sid, ok := tx.SessionIDByExternal(u.ID, fmt.Sprintf("kill-%d-%d", id.writer, id.n)); ok {
-				if err := tx.Messages(u.ID, sid, func(kv.Message) error { present++; return nil }); err != nil {
-					return err
-				}
-			}
-			switch {
-			case acked[id] && present != perBatch:
-				t.Errorf("acknowledged batch %v has %d of %d messages", id, present, perBatch)
-			case present != 0 && present != perBatch:
-				t.Errorf("batch %v is half-written: %d of %d messages", id, present, perBatch)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	checkBatchesWhole(t, st, "kill", sent, acked, perBatch, nil)
 	checkFoundEverywhere(t, st, others, key, acked)
 	t.Logf("%d batches acknowledged, %d sent before SIGKILL, %d outbox claims standing just after the kill (mostly the dead node's); every acknowledged one whole and found from both other nodes", len(acked), len(sent), held)
 }
