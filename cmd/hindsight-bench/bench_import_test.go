@@ -11,6 +11,7 @@ import (
 
 	"github.com/hindsight-dev/hindsight/bench"
 	"github.com/hindsight-dev/hindsight/bench/runner"
+	"github.com/hindsight-dev/hindsight/internal/datasetstest"
 )
 
 // TestBenchImport runs bench import on a small generated history of every
@@ -21,7 +22,7 @@ import (
 // generated message arrived, never a timing.
 func TestBenchImport(t *testing.T) {
 	t.Parallel()
-	src := transcriptsSample(t, transcriptsDir(t))
+	src := transcriptsSample(t, filepath.Dir(datasetstest.Path(t, "transcripts", "manifest.tsv")))
 	ctx, cancel := untilDeadline(t)
 	defer cancel()
 	out := t.TempDir()

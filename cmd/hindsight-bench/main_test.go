@@ -89,31 +89,6 @@ func untilDeadline(t *testing.T) (context.Context, context.CancelFunc) {
 	return context.WithCancel(context.Background())
 }
 
-// transcriptsDir finds the real transcripts, skipping loudly when they are
-// missing (failing under HINDSIGHT_REQUIRE_DATASETS).
-func transcriptsDir(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("HINDSIGHT_DATASETS")
-	if dir == "" {
-		wd, _ := os.Getwd()
-		for root := wd; filepath.Dir(root) != root; root = filepath.Dir(root) {
-			if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
-				dir = filepath.Join(root, "..", "shared", "datasets")
-				break
-			}
-		}
-	}
-	dir = filepath.Join(dir, "transcripts")
-	if _, err := os.Stat(filepath.Join(dir, "manifest.tsv")); err != nil {
-		msg := "SKIPPING: no transcripts/manifest.tsv under " + filepath.Dir(dir) + " (set HINDSIGHT_DATASETS to the directory holding it)"
-		if os.Getenv("HINDSIGHT_REQUIRE_DATASETS") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return dir
-}
-
 // transcriptsSample returns a transcripts directory holding, of every
 // assistant in src, the files of its smallest repository with at least
 // 16 KB of history (a smaller one may hold no message): the bench's real
