@@ -2,11 +2,9 @@ package bench
 
 import (
 	"bytes"
-	"cmp"
 	"compress/gzip"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -14,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/hindsight-dev/hindsight/internal/datasetstest"
 )
 
 func docIDs(ds *Dataset) []string {
@@ -570,24 +570,6 @@ func TestLoadBEIRCanceled(t *testing.T) {
 	}
 }
 
-// datasetDir returns a shared dataset's directory: under HINDSIGHT_DATASETS,
-// else ../shared/datasets beside the repository root (bench/ is one level
-// down). A missing dataset skips the test loudly, and fails it when
-// HINDSIGHT_REQUIRE_DATASETS is set, as make test does.
-func datasetDir(t *testing.T, name string) string {
-	t.Helper()
-	root := cmp.Or(os.Getenv("HINDSIGHT_DATASETS"), filepath.Join("..", "..", "shared", "datasets"))
-	dir := filepath.Join(root, name)
-	if _, err := os.Stat(dir); err != nil {
-		msg := fmt.Sprintf("SKIPPING: dataset %s not available (%v); set HINDSIGHT_DATASETS to its parent directory", name, err)
-		if os.Getenv("HINDSIGHT_REQUIRE_DATASETS") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return dir
-}
-
 func TestLoadBEIRSharedDatasets(t *testing.T) {
 	tests := []struct {
 		name                        string // dataset directory
@@ -634,7 +616,7 @@ func TestLoadBEIRSharedDatasets(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+"/"+tt.label, func(t *testing.T) {
-			dir := datasetDir(t, tt.name)
+			dir := datasetstest.Path(t, tt.name)
 			ds, err := LoadBEIR(t.Context(), dir, tt.opts)
 			if err != nil {
 				t.Fatal(err)
@@ -675,7 +657,7 @@ func TestLoadBEIRSharedDatasets(t *testing.T) {
 }
 
 func TestLoadBEIRSciFactContent(t *testing.T) {
-	ds, err := LoadBEIR(t.Context(), datasetDir(t, "scifact-train"), LoadOptions{})
+	ds, err := LoadBEIR(t.Context(), datasetstest.Path(t, "scifact-train"), LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -693,7 +675,7 @@ func TestLoadBEIRSciFactContent(t *testing.T) {
 }
 
 func TestLoadBEIRDeterministic(t *testing.T) {
-	dir := datasetDir(t, "scifact-train")
+	dir := datasetstest.Path(t, "scifact-train")
 	opts := LoadOptions{MaxDocs: 500, MaxQueries: 100}
 	a, err := LoadBEIR(t.Context(), dir, opts)
 	if err != nil {

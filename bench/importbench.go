@@ -3,7 +3,6 @@ package bench
 import (
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 )
 
@@ -120,13 +119,6 @@ import figures are dominated by the process's start and the server's round trips
 `, mb(r.Size))
 	b.WriteString(importTable(r))
 	b.WriteString("\nSettings:\n\n")
-	keys := make([]string, 0, len(r.Settings))
-	for k := range r.Settings {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		fmt.Fprintf(&b, "- %s: %s\n", k, r.Settings[k])
-	}
+	WriteSettings(&b, r.Settings)
 	return WriteRun(dir, r, b.String())
 }

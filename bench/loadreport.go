@@ -341,12 +341,8 @@ func LoadMarkdown(r *LoadResult) string {
 		"memory-mapped records (bbolt) and index files, so with memory to spare it follows the disk size.\n")
 	fmt.Fprintf(&b, "\n![Latency](%s)\n\n![Memory and disk per session](%s)\n\n![Throughput](%s)\n", GrowthLatencyChart, GrowthMemoryChart, GrowthIngestChart)
 	if len(r.Settings) > 0 {
-		b.WriteString("\n## Settings\n\n| setting | value |\n|---|---|\n")
-		for _, k := range sortedModes(r.Settings) {
-			if k != "command" {
-				fmt.Fprintf(&b, "| %s | %s |\n", k, r.Settings[k])
-			}
-		}
+		b.WriteString("\n## Settings\n\n")
+		WriteSettingsTable(&b, r.Settings)
 	}
 	return b.String()
 }

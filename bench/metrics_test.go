@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hindsight-dev/hindsight/internal/datasetstest"
 )
 
 const eps = 1e-12
@@ -351,7 +353,7 @@ func TestSuccess(t *testing.T) {
 // TestSummarizeSciFactOracle scores a perfect run and a reversed run on
 // the real SciFact train qrels, end to end from LoadBEIR.
 func TestSummarizeSciFactOracle(t *testing.T) {
-	ds, err := LoadBEIR(t.Context(), datasetDir(t, "scifact-train"), LoadOptions{})
+	ds, err := LoadBEIR(t.Context(), datasetstest.Path(t, "scifact-train"), LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

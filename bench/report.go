@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -228,13 +229,8 @@ func RelevanceMarkdown(r *RelevanceResult) string {
 	}
 
 	if len(r.Settings) > 0 {
-		b.WriteString("\n## Settings\n\n| setting | value |\n|---|---|\n")
-		for _, k := range sortedModes(r.Settings) {
-			if k == "command" {
-				continue
-			}
-			fmt.Fprintf(&b, "| %s | %s |\n", k, strings.ReplaceAll(r.Settings[k], "|", `\|`))
-		}
+		b.WriteString("\n## Settings\n\n")
+		WriteSettingsTable(&b, r.Settings)
 	}
 	fmt.Fprintf(&b, "\n`%s` has every number above and per-query nDCG@10 (for `--baseline`); `%s` has, per query, "+
 		"the relevant ids and the ids each system returned, for error analysis.\n", ResultFile, PerQueryFile)
@@ -251,6 +247,26 @@ func WriteRun(dir string, v any, report string) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, ReportFile), []byte(report), 0o644)
+}
+
+// WriteSettings writes a run's settings to b as a list sorted by key, a
+// "- key: value" line each.
+func WriteSettings(b *strings.Builder, settings map[string]string) {
+	for _, k := range slices.Sorted(maps.Keys(settings)) {
+		fmt.Fprintf(b, "- %s: %s\n", k, settings[k])
+	}
+}
+
+// WriteSettingsTable writes a run's settings to b as a Markdown table sorted
+// by key, pipes in a value escaped so that they do not split its cell. It
+// leaves out "command": the reports show it at their top, as a code block.
+func WriteSettingsTable(b *strings.Builder, settings map[string]string) {
+	b.WriteString("| setting | value |\n|---|---|\n")
+	for _, k := range slices.Sorted(maps.Keys(settings)) {
+		if k != "command" {
+			fmt.Fprintf(b, "| %s | %s |\n", k, strings.ReplaceAll(settings[k], "|", `\|`))
+		}
+	}
 }
 
 // writeResultJSON writes v, indented, as dir's result.json.

@@ -216,6 +216,27 @@ func TestWriteLoadFiles(t *testing.T) {
 	}
 }
 
+// TestWriteSettings checks both forms of a run's settings: sorted by key,
+// and in the table a value's pipes escaped and the command left out.
+func TestWriteSettings(t *testing.T) {
+	settings := map[string]string{"go": "go1.24", "command": "hindsight bench x", "cpus": "2", "alpha": "a | b"}
+	for _, c := range []struct {
+		name  string
+		write func(*strings.Builder, map[string]string)
+		want  string
+	}{
+		{"list", WriteSettings, "- alpha: a | b\n- command: hindsight bench x\n- cpus: 2\n- go: go1.24\n"},
+		{"table", WriteSettingsTable, "| setting | value |\n|---|---|\n| alpha | a \\| b |\n| cpus | 2 |\n| go | go1.24 |\n"},
+		{"empty list", func(b *strings.Builder, _ map[string]string) { WriteSettings(b, nil) }, ""},
+	} {
+		var b strings.Builder
+		c.write(&b, settings)
+		if b.String() != c.want {
+			t.Errorf("%s:\n%s\nwant\n%s", c.name, b.String(), c.want)
+		}
+	}
+}
+
 func TestSessionBytes(t *testing.T) {
 	b := sessionBytes(4, 4000, 2000, DiskUse{Records: 3000, Index: 1000, Vectors: 400})
 	want := SessionBytes{Raw: 1000, Text: 500, Records: 750, Index: 250, Vectors: 100, Total: 1100, RecordsToRaw: 0.75, IndexToText: 0.5}

@@ -353,13 +353,6 @@ file and no watcher in it). Ratios are against it.
 `, strings.Join(agents, " and "), r.IntervalMs[0], r.IntervalMs[1])
 	b.WriteString(WatchTable(r))
 	b.WriteString("\nSettings:\n\n")
-	keys := make([]string, 0, len(r.Settings))
-	for k := range r.Settings {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		fmt.Fprintf(&b, "- %s: %s\n", k, r.Settings[k])
-	}
+	WriteSettings(&b, r.Settings)
 	return WriteRun(dir, r, b.String())
 }

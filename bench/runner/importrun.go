@@ -27,34 +27,20 @@ type ImportConfig struct {
 	Size        int64    // bytes of generated history per format
 	Seed        uint64
 	Transcripts string // the real transcripts (a directory with manifest.tsv); "" = none
-	// Self runs hindsight: the binary, or a test binary that re-runs main;
-	// Env is added to the environment of what it runs.
-	Self    []string
-	Env     []string
-	Dir     string // where to make the scratch directory; "" = the system's temporary directory
-	Out     string // directory for report.md and result.json; "" = none
-	JSON    bool
-	Command string
+	Invocation
 }
 
 // Import generates a large history per format and imports it, then imports
 // each agent's real transcripts, measuring throughput and the import
 // process's peak memory.
 func Import(ctx context.Context, c ImportConfig, stdout, stderr io.Writer) error {
-	if len(c.Self) == 0 {
-		return fmt.Errorf("bench import: no hindsight command to run")
-	}
 	// A fresh directory in the scratch space for the histories and the
 	// server's data, removed at the end.
-	dir, err := os.MkdirTemp(c.Dir, "hindsight-bench-import-")
+	dir, progressOut, err := c.start("import", stderr)
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	progressOut := stderr
-	if c.JSON {
-		progressOut = io.Discard
-	}
 	client, a, stop, err := startServer(ctx, filepath.Join(dir, "data"), zerolog.Nop(), config.Config{}, Vectors{Embedder: "none", Store: "embedded"})
 	if err != nil {
 		return err

@@ -18,32 +18,18 @@ import (
 // LongSessionConfig is what bench longsession measures.
 type LongSessionConfig struct {
 	bench.LongSessionOptions
-	// Self runs hindsight (the binary whose server is measured); Env is
-	// added to the environment of what it runs.
-	Self    []string
-	Env     []string
-	Dir     string // where to make the scratch directory; "" = the system's
-	Out     string // directory for report.md and result.json; "" = none
-	JSON    bool
-	Command string
+	Invocation // Self is the binary whose server is measured; Out gets report.txt and result.json
 }
 
 // LongSession runs `hindsight serve` as a process of its own over a fresh
 // data directory, with two users, and the long-session workload
 // (bench.RunLongSession) against it, watching the server's resident set.
 func LongSession(ctx context.Context, c LongSessionConfig, stdout, stderr io.Writer) error {
-	if len(c.Self) == 0 {
-		return fmt.Errorf("bench longsession: no hindsight command to run")
-	}
-	dir, err := os.MkdirTemp(c.Dir, "hindsight-bench-longsession-")
+	dir, progressOut, err := c.start("longsession", stderr)
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	progressOut := stderr
-	if c.JSON {
-		progressOut = io.Discard
-	}
 	c.Progress = progressOut
 	data := filepath.Join(dir, "data")
 	keys := map[string]string{}

@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -50,12 +49,7 @@ type NodesConfig struct {
 	// Takeover: the sessions of each /sync/batch of the bulk the node is
 	// killed under.
 	BulkSessions int
-	// Self runs hindsight (the binary, or a test binary that re-runs main).
-	Self    []string
-	Dir     string // where to make the scratch directory; "" = the system's
-	Out     string // directory for report.md and result.json; "" = none
-	JSON    bool
-	Command string
+	Invocation
 }
 
 // NodesResult is a run of bench nodes.
@@ -173,19 +167,12 @@ func (c *NodesConfig) defaults() {
 // several nodes).
 func Nodes(ctx context.Context, c NodesConfig, stdout, stderr io.Writer) error {
 	c.defaults()
-	if len(c.Self) == 0 {
-		return errors.New("bench nodes: no hindsight command to run")
-	}
-	progressOut := stderr
-	if c.JSON {
-		progressOut = io.Discard
-	}
-	say := func(format string, args ...any) { fmt.Fprintf(progressOut, format+"\n", args...) }
-	work, err := os.MkdirTemp(c.Dir, "hindsight-bench-nodes-")
+	work, progressOut, err := c.start("nodes", stderr)
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(work)
+	say := func(format string, args ...any) { fmt.Fprintf(progressOut, format+"\n", args...) }
 
 	pgBin, err := localpostgres.Binaries()
 	if err != nil {
@@ -314,7 +301,7 @@ func ingestRun(ctx context.Context, c NodesConfig, store string, pg *localpostgr
 	if err != nil {
 		return bench.IngestResult{}, nil, err
 	}
-	n, err := startNode(ctx, "node on "+store, c.Self, nodeEnv(), key, args...)
+	n, err := startNode(ctx, "node on "+store, c.Self, nodeEnv(c.Env...), key, args...)
 	if err != nil {
 		return bench.IngestResult{}, nil, err
 	}
@@ -343,7 +330,7 @@ func multiNode(ctx context.Context, c NodesConfig, pg *localpostgres.Server, wv 
 	if err != nil {
 		return err
 	}
-	env := nodeEnv("WEAVIATE_URL=" + wv.URL)
+	env := append(nodeEnv(c.Env...), "WEAVIATE_URL="+wv.URL)
 	nodeArgs := func(i int) []string {
 		return []string{"--data", filepath.Join(work, fmt.Sprintf("node%d", i)), "--records", dsn, "--text-index", "weaviate",
 			"--embedder", "none", "--rate-limit", "0"}
@@ -400,7 +387,7 @@ func spreadSearch(ctx context.Context, c NodesConfig, nodes []*serveNode, work s
 		return nil, err
 	}
 	say("starting a node on bbolt with its embedded index (the peer)")
-	bolt, err := startNode(ctx, "bbolt node", c.Self, nodeEnv(), key, "--data", data, "--embedder", "none", "--rate-limit", "0", "--text-index", "bleve")
+	bolt, err := startNode(ctx, "bbolt node", c.Self, nodeEnv(c.Env...), key, "--data", data, "--embedder", "none", "--rate-limit", "0", "--text-index", "bleve")
 	if err != nil {
 		return nil, err
 	}

@@ -2,8 +2,9 @@ package runner
 
 import (
 	"fmt"
-	"slices"
 	"strings"
+
+	"github.com/hindsight-dev/hindsight/bench"
 )
 
 // nodesReport is the report.md of a bench nodes run.
@@ -96,13 +97,6 @@ func nodesReport(r *NodesResult) string {
 			t.BulkBatches, t.Claimed, t.Sessions, t.Backlog, t.Attempts, t.AfterLeaseS)
 	}
 	b.WriteString("## Settings\n\n")
-	keys := make([]string, 0, len(r.Settings))
-	for k := range r.Settings {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		fmt.Fprintf(&b, "- %s: %s\n", k, r.Settings[k])
-	}
+	bench.WriteSettings(&b, r.Settings)
 	return b.String()
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -520,11 +519,7 @@ func vectorIndexReport(r *VectorIndexResult) string {
 		fmt.Fprintf(&b, "| %s | %d | %d | %.3f / %.3f / %.3f | %.3f / %.3f / %.3f | %.3f / %.3f / %.3f |\n", s.Measured, s.Vectors, s.Dims,
 			s.Pairs[0], s.Pairs[1], s.Pairs[2], s.Nearest[0], s.Nearest[1], s.Nearest[2], s.Tenth[0], s.Tenth[1], s.Tenth[2])
 	}
-	b.WriteString("\n## Settings\n\n| setting | value |\n|---|---|\n")
-	for _, k := range slices.Sorted(maps.Keys(r.Settings)) {
-		if k != "command" {
-			fmt.Fprintf(&b, "| %s | %s |\n", k, strings.ReplaceAll(r.Settings[k], "|", `\|`))
-		}
-	}
+	b.WriteString("\n## Settings\n\n")
+	bench.WriteSettingsTable(&b, r.Settings)
 	return b.String()
 }

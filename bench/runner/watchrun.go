@@ -25,14 +25,7 @@ type WatchConfig struct {
 	MinInterval time.Duration // appends are MinInterval..MaxInterval apart
 	MaxInterval time.Duration
 	Seed        uint64
-	// Self runs hindsight (the binary, or a test binary that re-runs main);
-	// Env is added to the environment of what it runs.
-	Self    []string
-	Env     []string
-	Dir     string // where to make the scratch directory; "" = the system's
-	Out     string // directory for report.md and result.json; "" = none
-	JSON    bool
-	Command string
+	Invocation
 }
 
 // Watch runs a server, `hindsight import --watch` over a temporary home,
@@ -40,18 +33,11 @@ type WatchConfig struct {
 // appended message takes to become searchable, next to the plugins' way
 // (bench.StartProbe) in the same run.
 func Watch(ctx context.Context, c WatchConfig, stdout, stderr io.Writer) error {
-	if len(c.Self) == 0 {
-		return fmt.Errorf("bench watch: no hindsight command to run")
-	}
-	dir, err := os.MkdirTemp(c.Dir, "hindsight-bench-watch-")
+	dir, progressOut, err := c.start("watch", stderr)
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	progressOut := stderr
-	if c.JSON {
-		progressOut = io.Discard
-	}
 	client, _, stop, err := startServer(ctx, filepath.Join(dir, "data"), zerolog.Nop(), config.Config{}, Vectors{Embedder: "none", Store: "embedded"})
 	if err != nil {
 		return err

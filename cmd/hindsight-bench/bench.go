@@ -330,7 +330,7 @@ report.md and result.json go to --out (see bench/README.md). The hindsight run i
 else the one beside this binary, else the one on PATH.`
 
 func parseBenchNodes(args []string, stderr io.Writer) (runner.NodesConfig, error) {
-	c := runner.NodesConfig{Command: runner.CommandLine(append([]string{"hindsight", "bench", "nodes"}, args...))}
+	c := runner.NodesConfig{Invocation: runner.Invocation{Command: runner.CommandLine(append([]string{"hindsight", "bench", "nodes"}, args...))}}
 	fs := cli.NewFlags("bench nodes", nodesSynopsis, stderr)
 	figures := fs.String("figures", strings.Join(runner.NodesFigures, ","), "comma-separated figures to measure: "+strings.Join(runner.NodesFigures, ", "))
 	fs.IntVar(&c.Rounds, "rounds", 3, "ingest: runs against each store, alternated")
@@ -398,7 +398,7 @@ func parseBenchRedact(args []string, stderr io.Writer) (runner.RedactConfig, err
 }
 
 func parseBenchImport(args []string, stderr io.Writer) (runner.ImportConfig, error) {
-	c := runner.ImportConfig{Command: runner.CommandLine(append([]string{"hindsight", "bench", "import"}, args...))}
+	c := runner.ImportConfig{Invocation: runner.Invocation{Command: runner.CommandLine(append([]string{"hindsight", "bench", "import"}, args...))}}
 	fs := cli.NewFlags("bench import", "bench import [flags]", stderr)
 	size := fs.String("size", "1GB", "generated history per format: a number of bytes with KB, MB or GB (binary units)")
 	formats := fs.String("formats", "", "comma-separated formats to generate (default: all of "+strings.Join(historyAgents(), ", ")+")")
@@ -497,7 +497,7 @@ func parseBenchVectors(args []string, stderr io.Writer) (runner.VectorIndexConfi
 }
 
 func parseBenchWatch(args []string, stderr io.Writer) (runner.WatchConfig, error) {
-	c := runner.WatchConfig{Command: runner.CommandLine(append([]string{"hindsight", "bench", "watch"}, args...))}
+	c := runner.WatchConfig{Invocation: runner.Invocation{Command: runner.CommandLine(append([]string{"hindsight", "bench", "watch"}, args...))}}
 	fs := cli.NewFlags("bench watch", "bench watch [flags]", stderr)
 	fs.IntVar(&c.Messages, "messages", 600, "messages appended (at least 1)")
 	fs.IntVar(&c.PerAgent, "sessions-per-agent", 3, "sessions of each agent (Claude Code, Codex) appended to")
@@ -558,7 +558,7 @@ func parseBytes(s string) (int64, error) {
 }
 
 func parseBenchLongSession(args []string, stderr io.Writer) (runner.LongSessionConfig, error) {
-	c := runner.LongSessionConfig{Command: runner.CommandLine(append([]string{"hindsight", "bench", "longsession"}, args...))}
+	c := runner.LongSessionConfig{Invocation: runner.Invocation{Command: runner.CommandLine(append([]string{"hindsight", "bench", "longsession"}, args...))}}
 	fs := cli.NewFlags("bench longsession", "bench longsession [flags]", stderr)
 	size := fs.String("size", "50MB", "message text the long session is grown to before the appends (KB, MB, GB: binary units)")
 	fs.DurationVar(&c.Appends, "appends", 2*time.Minute, "how long one message a second is appended (and another user's live messages probed)")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hindsight-dev/hindsight/bench"
 	"github.com/hindsight-dev/hindsight/bench/runner"
+	"github.com/hindsight-dev/hindsight/internal/datasetstest"
 )
 
 // TestBenchImport runs bench import on a small generated history of every
@@ -21,13 +22,12 @@ import (
 // generated message arrived, never a timing.
 func TestBenchImport(t *testing.T) {
 	t.Parallel()
-	src := transcriptsSample(t, transcriptsDir(t))
+	src := transcriptsSample(t, filepath.Dir(datasetstest.Path(t, "transcripts", "manifest.tsv")))
 	ctx, cancel := untilDeadline(t)
 	defer cancel()
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
-	c := runner.ImportConfig{Size: 512 << 10, Seed: 3, Transcripts: src, Out: out, JSON: true, Command: "test",
-		Self: []string{hindsightBin(t)}, Dir: t.TempDir()}
+	c := runner.ImportConfig{Size: 512 << 10, Seed: 3, Transcripts: src, Invocation: testRun(t, out)}
 	if err := runner.Import(ctx, c, &stdout, &stderr); err != nil {
 		t.Fatalf("bench import: %v\n%s", err, stderr.String())
 	}

@@ -25,7 +25,7 @@ func TestBenchLongSession(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	c := runner.LongSessionConfig{LongSessionOptions: bench.LongSessionOptions{Size: 2 << 20, Appends: 3 * time.Second,
 		Settle: time.Second, MinBytes: 2048, MaxBytes: 8192, Seed: 3},
-		Out: out, JSON: true, Command: "test", Self: []string{hindsightBin(t)}, Dir: t.TempDir()}
+		Invocation: testRun(t, out)}
 	if err := runner.LongSession(ctx, c, &stdout, &stderr); err != nil {
 		t.Fatalf("bench longsession: %v\n%s", err, stderr.String())
 	}

@@ -44,7 +44,7 @@ func TestBenchNodes(t *testing.T) {
 	c := runner.NodesConfig{
 		Rounds: 1, Ingest: bench.IngestOptions{BatchMessages: 600, Singles: 60, Concurrency: 4, Seed: 3},
 		CorpusMessages: 600, Queries: 30, SearchConcurrency: 2, SearchRounds: 1, BulkSessions: 2,
-		Self: []string{hindsightBin(t)}, Dir: t.TempDir(), Out: out, JSON: true, Command: "test",
+		Invocation: testRun(t, out),
 	}
 	if err := runner.Nodes(ctx, c, &stdout, &stderr); err != nil {
 		t.Fatalf("bench nodes: %v\n%s", err, stderr.String())

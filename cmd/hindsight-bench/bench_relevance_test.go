@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/hindsight-dev/hindsight/internal/cli"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,41 +18,12 @@ import (
 	"github.com/hindsight-dev/hindsight/config"
 	"github.com/hindsight-dev/hindsight/index"
 	"github.com/hindsight-dev/hindsight/ingest"
+	"github.com/hindsight-dev/hindsight/internal/cli"
+	"github.com/hindsight-dev/hindsight/internal/datasetstest"
 	"github.com/hindsight-dev/hindsight/internal/weaviatetest"
 	"github.com/hindsight-dev/hindsight/kv"
 	"github.com/hindsight-dev/hindsight/vectors"
 )
-
-// datasetsDir finds ../shared/datasets from the repository root, or
-// HINDSIGHT_DATASETS. It skips the test loudly when the datasets are not
-// there, and fails instead when HINDSIGHT_REQUIRE_DATASETS is set.
-func datasetsDir(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("HINDSIGHT_DATASETS")
-	if dir == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for root := wd; ; root = filepath.Dir(root) {
-			if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
-				dir = filepath.Join(root, "..", "shared", "datasets")
-				break
-			}
-			if filepath.Dir(root) == root {
-				break
-			}
-		}
-	}
-	if _, err := os.Stat(filepath.Join(dir, "scifact-train", "queries.jsonl")); err != nil {
-		msg := "SKIPPING: no scifact-train under " + dir + " (set HINDSIGHT_DATASETS to the directory holding it)"
-		if os.Getenv("HINDSIGHT_REQUIRE_DATASETS") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return dir
-}
 
 // relevanceJSON is the part of result.json the tests look at.
 type relevanceJSON struct {
@@ -176,7 +146,7 @@ func checkFiles(t *testing.T, dir string, files ...string) {
 // with the first as a baseline.
 func TestBenchRelevanceSlice(t *testing.T) {
 	t.Parallel()
-	ds := filepath.Join(datasetsDir(t), "scifact-train")
+	ds := filepath.Dir(datasetstest.Path(t, "scifact-train", "queries.jsonl"))
 	ctx, cancel := untilDeadline(t)
 	defer cancel()
 	out := t.TempDir()
@@ -282,7 +252,7 @@ func TestBenchRelevanceSlice(t *testing.T) {
 // test: 20 documents, 5 queries.
 func TestBenchRelevanceSemantic(t *testing.T) {
 	t.Parallel()
-	ds := filepath.Join(datasetsDir(t), "scifact-train")
+	ds := filepath.Dir(datasetstest.Path(t, "scifact-train", "queries.jsonl"))
 	modelDir := os.Getenv("HINDSIGHT_MODEL_DIR")
 	if _, err := os.Stat(filepath.Join(modelDir, "model.json")); modelDir == "" || err != nil {
 		msg := "SKIPPING semantic and hybrid bench modes: no offline model in HINDSIGHT_MODEL_DIR=" + modelDir + " (make model, or make test)"
@@ -359,7 +329,7 @@ func TestBenchRelevanceSemantic(t *testing.T) {
 // the same vectors, on a 20-document slice.
 func TestBenchRelevanceWeaviate(t *testing.T) {
 	t.Parallel()
-	ds := filepath.Join(datasetsDir(t), "scifact-train")
+	ds := filepath.Dir(datasetstest.Path(t, "scifact-train", "queries.jsonl"))
 	if _, err := weaviatetest.Binary(); err != nil && os.Getenv("WEAVIATE_URL") == "" {
 		msg := "SKIPPING the Weaviate peers: " + err.Error()
 		if os.Getenv(weaviatetest.EnvRequire) != "" {

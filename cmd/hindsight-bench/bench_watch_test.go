@@ -24,7 +24,7 @@ func TestBenchWatch(t *testing.T) {
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	c := runner.WatchConfig{Messages: 24, PerAgent: 2, MinInterval: 10 * time.Millisecond, MaxInterval: 60 * time.Millisecond, Seed: 5,
-		Out: out, JSON: true, Command: "test", Self: []string{hindsightBin(t)}, Dir: t.TempDir()}
+		Invocation: testRun(t, out)}
 	if err := runner.Watch(ctx, c, &stdout, &stderr); err != nil {
 		t.Fatalf("bench watch: %v\n%s", err, stderr.String())
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hindsight-dev/hindsight/bench"
+	"github.com/hindsight-dev/hindsight/bench/runner"
 )
 
 // TestMain removes the hindsight binary the import and watch benches
@@ -65,6 +66,14 @@ func hindsightBin(t *testing.T) string {
 	return b.bin
 }
 
+// testRun is how the tests run a bench that runs hindsight as processes
+// of its own: hindsightBin's hindsight, a scratch directory of t's, the
+// report and result.json into out, only the JSON result on stdout.
+func testRun(t *testing.T, out string) runner.Invocation {
+	t.Helper()
+	return runner.Invocation{Self: []string{hindsightBin(t)}, Dir: t.TempDir(), Out: out, JSON: true, Command: "test"}
+}
+
 // untilDeadline returns a context that ends a minute before the test's
 // deadline (go test -timeout), or never without one: a guard against a
 // hang, not a speed check. The benches take what a loaded machine needs (the
@@ -78,31 +87,6 @@ func untilDeadline(t *testing.T) (context.Context, context.CancelFunc) {
 		return context.WithDeadline(context.Background(), d.Add(-time.Minute))
 	}
 	return context.WithCancel(context.Background())
-}
-
-// transcriptsDir finds the real transcripts, skipping loudly when they are
-// missing (failing under HINDSIGHT_REQUIRE_DATASETS).
-func transcriptsDir(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("HINDSIGHT_DATASETS")
-	if dir == "" {
-		wd, _ := os.Getwd()
-		for root := wd; filepath.Dir(root) != root; root = filepath.Dir(root) {
-			if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
-				dir = filepath.Join(root, "..", "shared", "datasets")
-				break
-			}
-		}
-	}
-	dir = filepath.Join(dir, "transcripts")
-	if _, err := os.Stat(filepath.Join(dir, "manifest.tsv")); err != nil {
-		msg := "SKIPPING: no transcripts/manifest.tsv under " + filepath.Dir(dir) + " (set HINDSIGHT_DATASETS to the directory holding it)"
-		if os.Getenv("HINDSIGHT_REQUIRE_DATASETS") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return dir
 }
 
 // transcriptsSample returns a transcripts directory holding, of every

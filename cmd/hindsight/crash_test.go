@@ -24,7 +24,6 @@ func TestCrashLosesNoAcknowledgedWrite(t *testing.T) {
 	srv := startServe(t, dir, "--rate-limit", "0")
 
 	const writers, perBatch = 4, 40
-	type batchID struct{ writer, n int }
 	var mu sync.Mutex
 	acked := map[batchID]bool{}
 	sent := map[batchID]bool{}
@@ -102,39 +101,12 @@ func TestCrashLosesNoAcknowledgedWrite(t *testing.T) {
 	if err := st.Check(); err != nil {
 		t.Fatalf("store invariants after crash: %v", err)
 	}
-	err = st.View(context.Background(), func(tx *kv.Tx) error {
-		u, err := tx.UserByName("crash")
-		if err != nil {
-			return err
+	checkBatchesWhole(t, st, "crash", sent, acked, perBatch, func(id batchID, m kv.Message) {
+		want := fmt.Sprintf("message %d of batch %d/%d", m.Seq, id.writer, id.n)
+		if m.TextContent == nil || *m.TextContent != want || len(m.Parts) != 1 || m.Parts[0].Args != `{"n":1}` {
+			t.Errorf("batch %v: message %s is not what was sent", id, m.ExternalID)
 		}
-		for id := range sent {
-			present := 0
-			sid, ok := tx.SessionIDByExternal(u.ID, fmt.Sprintf("crash-%d-%d", id.writer, id.n))
-			if ok {
-				err := tx.Messages(u.ID, sid, func(m kv.Message) error {
-					want := fmt.Sprintf("message %d of batch %d/%d", m.Seq, id.writer, id.n)
-					if m.TextContent == nil || *m.TextContent != want || len(m.Parts) != 1 || m.Parts[0].Args != `{"n":1}` {
-						t.Errorf("batch %v: message %s is not what was sent", id, m.ExternalID)
-					}
-					present++
-					return nil
-				})
-				if err != nil {
-					return err
-				}
-			}
-			switch {
-			case acked[id] && present != perBatch:
-				t.Errorf("acknowledged batch %v has %d of %d messages", id, present, perBatch)
-			case present != 0 && present != perBatch:
-				t.Errorf("batch %v is half-written: %d of %d messages", id, present, perBatch)
-			}
-		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	t.Logf("%d batches acknowledged, %d sent before SIGKILL; all acknowledged ones intact", len(acked), len(sent))
 	st.Close()
 
@@ -169,4 +141,42 @@ func crashBatch(writer, n, size int) []byte {
 		"messages": msgs,
 	})
 	return b
+}
+
+// checkBatchesWhole fails unless every acknowledged batch of sent is in st
+// whole, perBatch messages in the session "NAME-W-N" of the user name, and
+// no batch is there in part. check, when not nil, sees each message stored.
+func checkBatchesWhole(t *testing.T, st *kv.Store, name string, sent, acked map[batchID]bool, perBatch int, check func(batchID, kv.Message)) {
+	t.Helper()
+	err := st.View(context.Background(), func(tx *kv.Tx) error {
+		u, err := tx.UserByName(name)
+		if err != nil {
+			return err
+		}
+		for id := range sent {
+			present := 0
+			if sid, ok := tx.SessionIDByExternal(u.ID, fmt.Sprintf("%s-%d-%d", name, id.writer, id.n)); ok {
+				err := tx.Messages(u.ID, sid, func(m kv.Message) error {
+					if check != nil {
+						check(id, m)
+					}
+					present++
+					return nil
+				})
+				if err != nil {
+					return err
+				}
+			}
+			switch {
+			case acked[id] && present != perBatch:
+				t.Errorf("acknowledged batch %v has %d of %d messages", id, present, perBatch)
+			case present != 0 && present != perBatch:
+				t.Errorf("batch %v is half-written: %d of %d messages", id, present, perBatch)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

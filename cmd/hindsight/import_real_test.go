@@ -17,6 +17,7 @@ import (
 
 	"github.com/hindsight-dev/hindsight/bench"
 	"github.com/hindsight-dev/hindsight/importer"
+	"github.com/hindsight-dev/hindsight/internal/datasetstest"
 	"github.com/hindsight-dev/hindsight/internal/racetest"
 
 	_ "modernc.org/sqlite" // the opencode expectation counts rows with SQL
@@ -87,31 +88,6 @@ var realAgents = []realAgent{
 // with prompts, its prompts; TestImportRealSpecStory: turns by role and the
 // source); they are not imported through a server here.
 
-// transcriptsDir finds the real transcripts, skipping loudly when they are
-// missing (failing under HINDSIGHT_REQUIRE_DATASETS).
-func transcriptsDir(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("HINDSIGHT_DATASETS")
-	if dir == "" {
-		wd, _ := os.Getwd()
-		for root := wd; filepath.Dir(root) != root; root = filepath.Dir(root) {
-			if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
-				dir = filepath.Join(root, "..", "shared", "datasets")
-				break
-			}
-		}
-	}
-	dir = filepath.Join(dir, "transcripts")
-	if _, err := os.Stat(filepath.Join(dir, "manifest.tsv")); err != nil {
-		msg := "SKIPPING: no transcripts/manifest.tsv under " + filepath.Dir(dir) + " (set HINDSIGHT_DATASETS to the directory holding it)"
-		if os.Getenv("HINDSIGHT_REQUIRE_DATASETS") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return dir
-}
-
 // rebuildHome copies the agent's real files to their original paths under
 // home and returns them. The malformed file gets a broken line inserted in
 // its middle; its path and line number are returned.
@@ -170,7 +146,7 @@ func rebuildHome(t *testing.T, src, home string, a realAgent) (files []realFile,
 // concurrency run under it in the other import tests.
 func TestImportRealTranscripts(t *testing.T) {
 	racetest.SkipUnderRace(t)
-	src := transcriptsDir(t)
+	src := filepath.Dir(datasetstest.Path(t, "transcripts", "manifest.tsv"))
 	agents := realAgents
 	if testing.Short() {
 		agents = realAgents[:1]

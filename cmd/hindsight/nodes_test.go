@@ -20,6 +20,9 @@ import (
 	"github.com/hindsight-dev/hindsight/kv"
 )
 
+// batchID names a batch a test's writer posted: its writer and its number.
+type batchID struct{ writer, n int }
+
 // batchWord is a word of letters only that names batch (w, n), so search
 // finds the batch's session and nothing else.
 func batchWord(w, n int) string {
@@ -159,6 +162,33 @@ func searchNode(ctx context.Context, client *http.Client, base, key, word string
 	return r, nil
 }
 
+// checkFoundEverywhere waits until the outbox in st has drained, then
+// until a search for each acknowledged batch's word (batchWord) finds
+// something from each of nodes, and fails unless what it finds is the
+// batch's one session ("batch WORD").
+func checkFoundEverywhere(t *testing.T, st *kv.Store, nodes []*child, key string, acked map[batchID]bool) {
+	t.Helper()
+	waitUntil(t, "the outbox drained", func() bool {
+		busy := true
+		_ = st.View(context.Background(), func(tx *kv.Tx) error { busy = tx.HasDirty(); return nil })
+		return !busy
+	})
+	for id := range acked {
+		word := batchWord(id.writer, id.n)
+		for _, c := range nodes {
+			var got []string
+			waitUntil(t, fmt.Sprintf("batch %v found from %s", id, c.URL), func() bool {
+				r, err := searchNode(context.Background(), http.DefaultClient, c.URL, key, word)
+				got = r.titles
+				return err == nil && len(got) > 0
+			})
+			if len(got) != 1 || got[0] != "batch "+word {
+				t.Errorf("search %q from %s: %q, want the one session", word, c.URL, got)
+			}
+		}
+	}
+}
+
 // TestNodeKilledMidBatch: three nodes share one PostgreSQL and one
 // Weaviate text index; clients post batches to the first, which is killed
 // with SIGKILL among them (its indexer holding claims on outbox entries).
@@ -175,7 +205,6 @@ func TestNodeKilledMidBatch(t *testing.T) {
 	key := recordsKey(t, dsn, "kill")
 
 	const writers, perBatch = 3, 20
-	type batchID struct{ writer, n int }
 	var mu sync.Mutex
 	acked, sent := map[batchID]bool{}, map[batchID]bool{}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -241,48 +270,7 @@ func TestNodeKilledMidBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	err = st.View(context.Background(), func(tx *kv.Tx) error {
-		u, err := tx.UserByName("kill")
-		if err != nil {
-			return err
-		}
-		for id := range sent {
-			present := 0
-			if sid, ok := tx.SessionIDByExternal(u.ID, fmt.Sprintf("kill-%d-%d", id.writer, id.n)); ok {
-				if err := tx.Messages(u.ID, sid, func(kv.Message) error { present++; return nil }); err != nil {
-					return err
-				}
-			}
-			switch {
-			case acked[id] && present != perBatch:
-				t.Errorf("acknowledged batch %v has %d of %d messages", id, present, perBatch)
-			case present != 0 && present != perBatch:
-				t.Errorf("batch %v is half-written: %d of %d messages", id, present, perBatch)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitUntil(t, "the outbox drained by the surviving nodes", func() bool {
-		busy := true
-		_ = st.View(context.Background(), func(tx *kv.Tx) error { busy = tx.HasDirty(); return nil })
-		return !busy
-	})
-	for id := range acked {
-		word := batchWord(id.writer, id.n)
-		for _, c := range others {
-			var got []string
-			waitUntil(t, fmt.Sprintf("batch %v found from %s", id, c.URL), func() bool {
-				r, err := searchNode(context.Background(), http.DefaultClient, c.URL, key, word)
-				got = r.titles
-				return err == nil && len(got) > 0
-			})
-			if len(got) != 1 || got[0] != "batch "+word {
-				t.Errorf("search %q from %s: %q, want the one session", word, c.URL, got)
-			}
-		}
-	}
+	checkBatchesWhole(t, st, "kill", sent, acked, perBatch, nil)
+	checkFoundEverywhere(t, st, others, key, acked)
 	t.Logf("%d batches acknowledged, %d sent before SIGKILL, %d outbox claims standing just after the kill (mostly the dead node's); every acknowledged one whole and found from both other nodes", len(acked), len(sent), held)
 }

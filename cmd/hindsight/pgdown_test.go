@@ -96,7 +96,6 @@ func TestPostgresRestartedUnderLoad(t *testing.T) {
 	}
 
 	const perBatch = 5
-	type batchID struct{ writer, n int }
 	var (
 		phase atomic.Int32
 		mu    sync.Mutex
@@ -327,25 +326,7 @@ func TestPostgresRestartedUnderLoad(t *testing.T) {
 		}
 	}
 
-	waitUntil(t, "the outbox drained", func() bool {
-		busy := true
-		_ = st.View(context.Background(), func(tx *kv.Tx) error { busy = tx.HasDirty(); return nil })
-		return !busy
-	})
-	for id := range acked {
-		word := batchWord(id.writer, id.n)
-		for _, c := range nodes {
-			var got []string
-			waitUntil(t, fmt.Sprintf("batch %v found from %s", id, c.URL), func() bool {
-				r, err := searchNode(context.Background(), http.DefaultClient, c.URL, key, word)
-				got = r.titles
-				return err == nil && len(got) > 0
-			})
-			if len(got) != 1 || got[0] != "batch "+word {
-				t.Errorf("search %q from %s: %q, want the one session", word, c.URL, got)
-			}
-		}
-	}
+	checkFoundEverywhere(t, st, nodes, key, acked)
 	// Each stored session was written once: its outbox entry was indexed
 	// by one node, once. The counters rise just after the outbox empties.
 	indexed := func() (n int, by []int) {

@@ -316,11 +316,18 @@ func (s *Server) Stop() error {
 	return err
 }
 
-func (s *Server) stopProcess() error {
+// take takes the running process from s for the caller to end; nil when
+// it is stopped (or another caller took it).
+func (s *Server) take() (cmd *exec.Cmd, done chan struct{}) {
 	s.mu.Lock()
-	cmd, done := s.cmd, s.done
+	defer s.mu.Unlock()
+	cmd, done = s.cmd, s.done
 	s.cmd = nil
-	s.mu.Unlock()
+	return cmd, done
+}
+
+func (s *Server) stopProcess() error {
+	cmd, done := s.take()
 	if cmd == nil {
 		return nil
 	}
@@ -338,10 +345,7 @@ func (s *Server) stopProcess() error {
 // Kill ends the server at once (SIGKILL): a crash, with nothing flushed.
 // Restart brings it back on the same data. Safe to call when stopped.
 func (s *Server) Kill() error {
-	s.mu.Lock()
-	cmd, done := s.cmd, s.done
-	s.cmd = nil
-	s.mu.Unlock()
+	cmd, done := s.take()
 	if cmd == nil {
 		return nil
 	}
