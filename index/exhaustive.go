@@ -47,7 +47,7 @@ func lookUpWords(segs []*scorch.SegmentSnapshot, userID string, terms []string) 
 			return nil, err
 		}
 		for j := range ws.words {
-			pl, err := td.PostingsList([]byte(ws.words[j].term), s.Deleted(), nil)
+			pl, err := td.PostingsList([]byte(textTerm(userID, ws.words[j].term)), s.Deleted(), nil)
 			if err != nil {
 				return nil, err
 			}

@@ -72,12 +72,12 @@ func lookUpLists(cache *blockCache, segs []*scorch.SegmentSnapshot, userID strin
 		}
 		for j := range ws.words {
 			w := &ws.words[j]
-			pl, err := d.PostingsList([]byte(w.term), s.Deleted(), nil)
+			pl, err := d.PostingsList([]byte(textTerm(userID, w.term)), s.Deleted(), nil)
 			if err != nil {
 				return nil, fmt.Errorf("postings of %q: %w", w.term, err)
 			}
 			w.lists[i] = pl
-			w.df += postingsBitmap(pl).AndCardinality(u.set) // pl leaves deleted documents out
+			w.df += pl.Count() // the user's live documents: the list is the user's term's
 		}
 	}
 	return ws, nil
