@@ -16,8 +16,8 @@ import (
 	"github.com/hindsight-dev/hindsight/topk"
 )
 
-// lookUpWords opens, in every segment, the user's posting list and each
-// term's, and computes the user's statistics from them and the number
+// lookUpWords opens, in every segment, the user's posting list and that of
+// each of the user's terms (textTerm), and computes the user's statistics from them and the number
 // fields' dictionaries: the user's live documents and their length
 // totals, and by term the user's live documents holding it.
 func lookUpWords(segs []*scorch.SegmentSnapshot, userID string, terms []string) (*wordSearch, error) {

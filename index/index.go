@@ -253,8 +253,10 @@ func (ix *Index) checkMeta(created bool) error {
 // newMapping describes the session documents: the keyword fields, the
 // scored text field and the stored-only fields. Documents are built directly
 // (sessionDoc) with the same options (TestFieldOptions checks that), so the
-// stored mapping stays a true description of the index. Nothing is indexed
-// dynamically, there is no _all field, and no field has doc values.
+// stored mapping stays a true description of the index, but for one thing
+// it cannot say: the terms of the scored text and of the pairs start with
+// their owner's prefix (ownerPrefix). Nothing is indexed dynamically,
+// there is no _all field, and no field has doc values.
 func newMapping(stored []string) *mapping.IndexMappingImpl {
 	im := bleve.NewIndexMapping()
 	im.ScoringModel = bleveindex.BM25Scoring

@@ -49,9 +49,9 @@ func lookUpBlocks(cache *blockCache, segs []*scorch.SegmentSnapshot, userID stri
 
 // lookUpLists is lookUpBlocks for a search that scores a few candidates
 // on the words' posting lists (scanPhraseDocs): the same views and
-// statistics from the block cache, but each term's posting list in every
-// segment where the user has documents, its live documents among the
-// user's counted on the list's bitmap, and no block built.
+// statistics from the block cache, but the posting list of each of the
+// user's terms (textTerm) in every segment where the user has documents,
+// its live documents counted on the list, and no block built.
 func lookUpLists(cache *blockCache, segs []*scorch.SegmentSnapshot, userID string, terms []string) (*wordSearch, error) {
 	ws, _, err := lookUpViews(cache, segs, userID, terms)
 	if err != nil {
