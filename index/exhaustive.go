@@ -17,9 +17,10 @@ import (
 )
 
 // lookUpWords opens, in every segment, the user's posting list and that of
-// each of the user's terms (textTerm), and computes the user's statistics from them and the number
-// fields' dictionaries: the user's live documents and their length
-// totals, and by term the user's live documents holding it.
+// each of the user's terms (textTerm), and computes the user's statistics
+// from them and the number fields' dictionaries: the user's live
+// documents and their length totals, and by term the user's live
+// documents holding it.
 func lookUpWords(segs []*scorch.SegmentSnapshot, userID string, terms []string) (*wordSearch, error) {
 	ws := &wordSearch{segs: segs, users: make([]segment.PostingsList, len(segs)), words: make([]wordPostings, len(terms))}
 	for j, t := range terms {
