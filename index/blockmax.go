@@ -168,13 +168,19 @@ func (tb *termBlocks) scaleAt(avgdl float64) float64 {
 	return max(1, avgdl/tb.avgdl0)
 }
 
-// buildTermBlocks decodes term's postings in u's documents of seg; avgdl
-// is the mean length the maxima are computed at. A term the user's
-// documents lack gets empty blocks.
-func buildTermBlocks(seg segment.Segment, u *userDocs, term string, avgdl float64) (*termBlocks, error) {
-	pl, err := postingsOf(seg, fieldText, term)
+// buildTermBlocks decodes term's postings in the documents of user (u,
+// the user's view of seg): the posting list of the user's term
+// (textTerm), which holds the user's documents only, so that the build
+// decodes the user's postings of the word and no other user's, however
+// many hold it in seg. avgdl is the mean length the maxima are computed
+// at. A term the user's documents lack gets empty blocks. It also returns
+// the postings it decoded: every posting of the list (zap decodes a
+// list's frequencies and norms from the start of each chunk, so reading
+// any part of a list decodes the postings before it in the chunk).
+func buildTermBlocks(seg segment.Segment, user string, u *userDocs, term string, avgdl float64) (*termBlocks, int, error) {
+	pl, err := postingsOf(seg, fieldText, textTerm(user, term))
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	blocks := u.blocks()
 	tb := &termBlocks{ids: []uint32{}, avgdl0: avgdl}
@@ -192,28 +198,23 @@ func buildTermBlocks(seg segment.Segment, u *userDocs, term string, avgdl float6
 	var lens []float64
 	agree := true // every length equals the length field's
 	it := pl.Iterator(true, true, false, nil)
-	if o, ok := it.(segment.OptimizablePostingsIterator); ok && u.set != nil {
-		// Decode only the user's postings: zap then steps over the
-		// others' without building them.
-		if bm := o.ActualBitmap(); bm != nil {
-			o.ReplaceActual(roaring.And(bm, u.set))
-		}
-	}
+	decoded := 0
 	for {
 		p, err := it.Next()
 		if err != nil {
-			return nil, err
+			return nil, decoded, err
 		}
 		if p == nil {
 			break
 		}
+		decoded++
 		d := p.Number()
 		if d >= seg.Count() {
-			return nil, fmt.Errorf("term %q: posting of document %d beyond the segment's %d", term, d, seg.Count())
+			return nil, decoded, fmt.Errorf("term %q: posting of document %d beyond the segment's %d", term, d, seg.Count())
 		}
 		r, ok := u.rank(uint32(d))
 		if !ok {
-			continue // another user's
+			return nil, decoded, fmt.Errorf("term %q of %q: posting of document %d, not the user's", term, user, d)
 		}
 		b := r >> blockShift
 		k := uint32(len(tb.tf))
@@ -251,7 +252,7 @@ func buildTermBlocks(seg segment.Segment, u *userDocs, term string, avgdl float6
 	if !agree {
 		tb.lens = lens
 	}
-	return tb, nil
+	return tb, decoded, nil
 }
 
 // setForm keeps tb's blocks dense (an entry for each of the segment's
@@ -311,9 +312,6 @@ type userDocs struct {
 	masks []uint64
 	ranks []uint32
 	full  []uint64 // every rank, a word per block: see live
-	// set holds docs as a bitmap: the postings a term's blocks are
-	// built from (buildTermBlocks).
-	set *roaring.Bitmap
 }
 
 // buildUserDocs returns the view of seg of the user whose documents are
@@ -323,8 +321,7 @@ func buildUserDocs(seg segment.Segment, vals *docValues, bm *roaring.Bitmap) *us
 		return &userDocs{}
 	}
 	blocks := (int(seg.Count()) + blockMask) >> blockShift
-	u := &userDocs{docs: bm.ToArray(), masks: denseMasks(bm, blocks), ranks: make([]uint32, blocks), set: bm.Clone()}
-	u.set.RunOptimize()
+	u := &userDocs{docs: bm.ToArray(), masks: denseMasks(bm, blocks), ranks: make([]uint32, blocks)}
 	u.lens = make([]uint32, len(u.docs))
 	u.whole.docs = uint64(len(u.docs))
 	for r, d := range u.docs {
@@ -408,11 +405,7 @@ func (u *userDocs) live(deleted *roaring.Bitmap) []uint64 {
 
 // size is the memory u holds, in bytes.
 func (u *userDocs) size() int64 {
-	n := 8*int64(len(u.docs)) + 12*int64(len(u.masks)) + 8*int64(len(u.full)) + 128
-	if u.set != nil {
-		n += int64(u.set.GetSizeInBytes())
-	}
-	return n
+	return 8*int64(len(u.docs)) + 12*int64(len(u.masks)) + 8*int64(len(u.full)) + 128
 }
 
 // liveDocs is a user's live documents in a segment with deletions, and
@@ -548,6 +541,9 @@ type blockCache struct {
 	tick    uint64
 	limit   int64           // 0: blockCacheBytes (tests set less)
 	built   map[keyKind]int // entries built, by kind (tests)
+	// decoded counts the postings the builds of term blocks decoded
+	// (buildTermBlocks): what the first queries of words cost.
+	decoded atomic.Int64
 }
 
 // blockKey names a term's blocks in a user's documents of a segment (kind
@@ -749,7 +745,8 @@ func (c *blockCache) termBlocks(seg segment.Segment, user string, u *userDocs, t
 func (c *blockCache) termBlocksUsed(seg segment.Segment, user string, u *userDocs, term string, avgdl float64, used uint64) (*termBlocks, error) {
 	stale := func(v any) bool { return avgdl > v.(*termBlocks).avgdl0*boundDrift }
 	v, err := c.getUsed(blockKey{seg: seg, name: term, user: user}, stale, used, func() (any, int64, error) {
-		tb, err := buildTermBlocks(seg, u, term, avgdl)
+		tb, decoded, err := buildTermBlocks(seg, user, u, term, avgdl)
+		c.decoded.Add(int64(decoded))
 		if err != nil {
 			return nil, 0, err
 		}

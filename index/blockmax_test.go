@@ -1,8 +1,11 @@
 package index
 
 import (
+	"fmt"
 	"math/bits"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/blevesearch/bleve/v2/index/scorch"
@@ -34,7 +37,7 @@ func snapshotSegments(t *testing.T, ix *Index) ([]*scorch.SegmentSnapshot, func(
 // the document's rank among the user's; that each block's maximum, scaled
 // for the mean length (scaleAt), bounds the tf part of BM25 of each of its
 // postings at mean lengths below, at and above the one it was computed at;
-// and that the users' blocks hold all of the term's postings between them.
+// and that each user's term lists only the user's documents (textTerm).
 func TestTermBlocksHoldEveryPosting(t *testing.T) {
 	ix := openTest(t, "")
 	users, _ := putLoadCorpus(t, ix, 600)
@@ -61,8 +64,8 @@ func TestTermBlocksHoldEveryPosting(t *testing.T) {
 		terms := slices.Clone(common)
 		it := dict.AutomatonIterator(nil, nil, nil)
 		for e, err := it.Next(); err == nil && e != nil && len(terms) < len(common)+3; e, err = it.Next() {
-			if e.Count == 1 {
-				terms = append(terms, e.Term)
+			if _, term, ok := splitKey(e.Term); ok && e.Count == 1 {
+				terms = append(terms, term)
 			}
 		}
 		views := make([]*userDocs, len(users))
@@ -74,23 +77,21 @@ func TestTermBlocksHoldEveryPosting(t *testing.T) {
 			views[i] = buildUserDocs(seg, vals, bm)
 		}
 		for _, term := range terms {
-			pl, err := dict.PostingsList([]byte(term), nil, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			held := 0
-			for _, u := range views {
-				tb := checkTermBlocks(t, seg, u, pl, term, avgdl)
+			for i, u := range views {
+				pl, err := dict.PostingsList([]byte(textTerm(users[i], term)), nil, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				tb := checkTermBlocks(t, seg, users[i], u, pl, term, avgdl)
 				if tb.liveDocs(nil) != uint64(tb.postings()) {
 					t.Fatalf("%q: %d postings, %d documents", term, tb.postings(), tb.liveDocs(nil))
 				}
-				held += tb.postings()
+				if tb.postings() != int(pl.Count()) {
+					t.Fatalf("%q of %q: the blocks hold %d postings, the user's list %d", term, users[i], tb.postings(), pl.Count())
+				}
+				checked += tb.postings()
 				converted++
 			}
-			if held != int(pl.Count()) {
-				t.Fatalf("%q: the users' blocks hold %d postings, the segment %d", term, held, pl.Count())
-			}
-			checked += held
 		}
 	}
 	if checked < 1000 || converted == 0 {
@@ -98,14 +99,17 @@ func TestTermBlocksHoldEveryPosting(t *testing.T) {
 	}
 }
 
-// checkTermBlocks builds term's blocks in u's documents of seg and checks
-// them against the term's posting list pl (see
+// checkTermBlocks builds term's blocks in user's documents of seg (u)
+// and checks them against the posting list of the user's term pl (see
 // TestTermBlocksHoldEveryPosting).
-func checkTermBlocks(t *testing.T, seg segment.Segment, u *userDocs, pl segment.PostingsList, term string, avgdl float64) *termBlocks {
+func checkTermBlocks(t *testing.T, seg segment.Segment, user string, u *userDocs, pl segment.PostingsList, term string, avgdl float64) *termBlocks {
 	t.Helper()
-	tb, err := buildTermBlocks(seg, u, term, avgdl)
+	tb, decoded, err := buildTermBlocks(seg, user, u, term, avgdl)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if decoded != tb.postings() {
+		t.Errorf("%q of %q: %d postings decoded for %d of the user's", term, user, decoded, tb.postings())
 	}
 	if tb.lens != nil {
 		t.Errorf("%q: the length field disagrees with the norms", term)
@@ -144,7 +148,7 @@ func checkTermBlocks(t *testing.T, seg segment.Segment, u *userDocs, pl segment.
 		}
 		d, ok := u.rank(uint32(p.Number()))
 		if !ok {
-			continue // another user's
+			t.Fatalf("%q of %q: the list holds document %d, not the user's", term, user, p.Number())
 		}
 		if u.docs[d] != uint32(p.Number()) {
 			t.Fatalf("document %d has rank %d, which names document %d", p.Number(), d, u.docs[d])
@@ -330,7 +334,7 @@ func TestBlockCacheFair(t *testing.T) {
 		if e == nil {
 			break
 		}
-		if get(0, e.Term).postings() > 0 {
+		if owner, term, ok := splitKey(e.Term); ok && owner == users[0] && get(0, term).postings() > 0 {
 			heavy++
 		}
 	}
@@ -347,4 +351,118 @@ func TestBlockCacheFair(t *testing.T) {
 	if n := c.built[keyTerm]; n < heavy+len(light) {
 		t.Errorf("%d blocks built, want at least %d", n, heavy+len(light))
 	}
+}
+
+// TestFirstQueryDecodesOwnPostings checks that a user's first query of a
+// word decodes the user's postings of it and no other user's: alice's
+// first query of "quasar" decodes exactly her documents holding it, and
+// of "build" hers holding that, whether bob holds none or thousands of
+// documents with both words, written in the same batches as hers, so that
+// their documents lie between hers in the same segments. Her hits and
+// scores are the same in every case (TestTenantStatistics checks that at
+// large). With every user's postings of a word in one list, as before
+// format 7, zap decoded the chunks her postings fall in, which with
+// interleaved documents is nearly all of bob's postings too.
+func TestFirstQueryDecodesOwnPostings(t *testing.T) {
+	const aliceDocs, aliceQuasar = 300, 100 // every third of hers holds quasar
+	bobs := []int{0, 3000}
+	if fullSize() && !raceEnabled {
+		bobs = append(bobs, 10000)
+	}
+	var want []Hit
+	for _, bobDocs := range bobs {
+		ix, err := Open(t.TempDir(), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ix.warm.stop() // only the queries build blocks
+		// Batches of a few hundred, each with alice's sessions among bob's.
+		var batch []Session
+		flush := func() {
+			put(t, ix, batch...)
+			batch = batch[:0]
+		}
+		for i, j := 0, 0; i < aliceDocs || j < bobDocs; {
+			// alice's i-th session comes after bob's i*bobDocs/aliceDocs-th.
+			if i < aliceDocs && (j >= bobDocs || i*bobDocs <= j*aliceDocs) {
+				body := "the build failed with a socket timeout"
+				if i%3 == 0 {
+					body = "the build failed with a quasar timeout"
+				}
+				batch = append(batch, Session{UserID: "alice", SessionID: fmt.Sprintf("a%d", i), Body: body})
+				i++
+			} else {
+				batch = append(batch, Session{UserID: "bob", SessionID: fmt.Sprintf("b%d", j),
+					Body: fmt.Sprintf("quasar build log %d of the nightly build", j)})
+				j++
+			}
+			if len(batch) == 400 {
+				flush()
+			}
+		}
+		flush()
+		if bobDocs > 0 && !interleaved(t, ix, "alice", "bob") {
+			t.Fatalf("bob %d: no segment holds alice's documents between bob's: the test proves nothing", bobDocs)
+		}
+		// Each query reads one snapshot, which holds each document once
+		// however merges have cut it into segments.
+		c := &ix.sessionLengths.blocks
+		for _, q := range []struct {
+			text string
+			want int64
+		}{
+			{"quasar", aliceQuasar},
+			{"build", aliceDocs},
+		} {
+			before := c.decoded.Load()
+			hits := search(t, ix, Query{UserID: "alice", Text: q.text, Kind: Sessions, Limit: 2 * aliceDocs})
+			if got := c.decoded.Load() - before; got != q.want {
+				t.Errorf("bob holding %d: alice's first query of %q decoded %d postings, want %d (hers)", bobDocs, q.text, got, q.want)
+			}
+			if q.text == "quasar" {
+				// Every match, in the order of their ids: ties are
+				// ordered by document number.
+				slices.SortFunc(hits, func(a, b Hit) int { return strings.Compare(a.SessionID, b.SessionID) })
+				if want == nil {
+					want = hits
+				} else if !reflect.DeepEqual(hits, want) {
+					t.Errorf("bob holding %d: alice's hits for quasar %v, want %v", bobDocs, hits, want)
+				}
+			}
+		}
+		if err := ix.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(want) != aliceQuasar {
+		t.Fatalf("alice's query of quasar: %d hits, want %d", len(want), aliceQuasar)
+	}
+}
+
+// interleaved reports whether a segment of ix holds documents of a
+// between documents of b (a's smallest below b's largest and a's largest
+// above b's smallest).
+func interleaved(t *testing.T, ix *Index, a, b string) bool {
+	t.Helper()
+	found := false
+	err := ix.snapshot(func(snap *scorch.IndexSnapshot) error {
+		for _, s := range snap.Segments() {
+			as, err := termDocs(s.Segment(), fieldUser, a)
+			if err != nil {
+				return err
+			}
+			bs, err := termDocs(s.Segment(), fieldUser, b)
+			if err != nil {
+				return err
+			}
+			if !as.IsEmpty() && !bs.IsEmpty() && as.Minimum() < bs.Maximum() && as.Maximum() > bs.Minimum() {
+				found = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return found
 }

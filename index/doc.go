@@ -27,7 +27,10 @@
 //     candidates, and the BM25 statistics (N, df, avgdl, the chunk
 //     statistics, which words count as frequent) are the user's own:
 //     another user's documents change neither a user's results nor the
-//     scores shown (TestTenantStatistics).
+//     scores shown (TestTenantStatistics). Each user's words and pairs are
+//     terms of their own, so a user's first query of a word decodes the
+//     user's postings of it, never another user's
+//     (TestFirstQueryDecodesOwnPostings).
 //   - Scores are textbook BM25 (scoring.go), and the pruned evaluation
 //     returns the exhaustive one's documents and scores to the bit
 //     (TestPruningMatchesExhaustive, TestSearchMatchesReference).

@@ -16,10 +16,11 @@ import (
 	"github.com/hindsight-dev/hindsight/topk"
 )
 
-// lookUpWords opens, in every segment, the user's posting list and each
-// term's, and computes the user's statistics from them and the number
-// fields' dictionaries: the user's live documents and their length
-// totals, and by term the user's live documents holding it.
+// lookUpWords opens, in every segment, the user's posting list and that of
+// each of the user's terms (textTerm), and computes the user's statistics
+// from them and the number fields' dictionaries: the user's live
+// documents and their length totals, and by term the user's live
+// documents holding it.
 func lookUpWords(segs []*scorch.SegmentSnapshot, userID string, terms []string) (*wordSearch, error) {
 	ws := &wordSearch{segs: segs, users: make([]segment.PostingsList, len(segs)), words: make([]wordPostings, len(terms))}
 	for j, t := range terms {
@@ -47,7 +48,7 @@ func lookUpWords(segs []*scorch.SegmentSnapshot, userID string, terms []string) 
 			return nil, err
 		}
 		for j := range ws.words {
-			pl, err := td.PostingsList([]byte(ws.words[j].term), s.Deleted(), nil)
+			pl, err := td.PostingsList([]byte(textTerm(userID, ws.words[j].term)), s.Deleted(), nil)
 			if err != nil {
 				return nil, err
 			}

@@ -58,8 +58,9 @@ const (
 // session documents (fieldChunks, fieldChunkLength).
 // Version 4: the word pairs of each message (fieldPairs), for phrases.
 // Version 5: the pairs' positions, so that phrases need no text.
-// Version 6: each pair's term starts with its owner (pairPrefix).
-const formatVersion = 6
+// Version 6: each pair's term starts with its owner (ownerPrefix).
+// Version 7: so does each term of the scored text (textTerm).
+const formatVersion = 7
 
 // metaKey is the Bleve internal key (in the sessions index) that records the
 // format and the settings the index was built with.
@@ -252,8 +253,10 @@ func (ix *Index) checkMeta(created bool) error {
 // newMapping describes the session documents: the keyword fields, the
 // scored text field and the stored-only fields. Documents are built directly
 // (sessionDoc) with the same options (TestFieldOptions checks that), so the
-// stored mapping stays a true description of the index. Nothing is indexed
-// dynamically, there is no _all field, and no field has doc values.
+// stored mapping stays a true description of the index, but for one thing
+// it cannot say: the terms of the scored text and of the pairs start with
+// their owner's prefix (ownerPrefix). Nothing is indexed dynamically,
+// there is no _all field, and no field has doc values.
 func newMapping(stored []string) *mapping.IndexMappingImpl {
 	im := bleve.NewIndexMapping()
 	im.ScoringModel = bleveindex.BM25Scoring
@@ -620,7 +623,7 @@ func (ix *Index) sessionDoc(key string, s Session, tokens analysis.TokenStream, 
 	}
 	d := document.NewDocument(key)
 	d.AddField(document.NewTextFieldCustom(fieldUser, nil, []byte(s.UserID), keywordOpts, nil))
-	scored := newAnalyzedTokens(fieldText, text, tokens)
+	scored := newAnalyzedTokens(fieldText, s.UserID, text, tokens)
 	d.AddField(scored)
 	d.AddField(numberField(fieldLength, scored.length))
 	d.AddField(numberField(fieldChunks, chunks))
@@ -776,15 +779,22 @@ func (ix *Index) snapshot(fn func(*scorch.IndexSnapshot) error) (err error) {
 	return fn(snap)
 }
 
-// Document ids. A session document's id is its key: the length of the user
-// id, ':', the user id, then the session id. The length prefix makes the
-// split unambiguous whatever characters the ids contain, and puts the owner
-// in every id, so a hit can be checked against the querying user without
+// Document ids. A session document's id is its key: the owner's prefix
+// (ownerPrefix), then the session id. The length prefix makes the split
+// unambiguous whatever characters the ids contain, and puts the owner in
+// every id, so a hit can be checked against the querying user without
 // loading stored fields.
 
 func docKey(userID, sessionID string) string {
-	return strconv.Itoa(len(userID)) + ":" + userID + sessionID
+	return ownerPrefix(userID) + sessionID
 }
+
+// ownerPrefix starts what the index writes under a user's name: the
+// document ids (docKey), the terms of the scored text (textTerm) and of
+// the pairs (pairTerm). It is the length of the id, ':' and the id, so
+// that no user's prefix starts another's and each term's posting list
+// holds one user's documents.
+func ownerPrefix(userID string) string { return strconv.Itoa(len(userID)) + ":" + userID }
 
 // splitKey is the inverse of docKey.
 func splitKey(key string) (userID, sessionID string, ok bool) {

@@ -15,7 +15,7 @@ import (
 // message (and of the title) with the positions where they occur, a field
 // that is never scored (fieldPairs): term x at position p and term y at
 // p+1, within one message, give the pair "x y" at p. The pair's term
-// starts with its owner (pairPrefix): a phrase is only ever looked for in
+// starts with its owner (ownerPrefix): a phrase is only ever looked for in
 // one user's documents, and its position check walks each pair's posting
 // list, so a list of the owner's documents alone keeps that walk to the
 // owner's postings, whatever other users hold. A message's text is analysed as part of the body, but analysis
@@ -38,17 +38,13 @@ import (
 // space.
 const pairSep = " "
 
-// pairPrefix starts the terms of userID's pairs: the length of the id,
-// ':' and the id (as docKey), so that no user's prefix starts another's.
-func pairPrefix(userID string) string { return strconv.Itoa(len(userID)) + ":" + userID }
-
 // pairTerm is the term of userID's pair "x y" in a message.
-func pairTerm(userID, x, y string) string { return pairPrefix(userID) + x + pairSep + y }
+func pairTerm(userID, x, y string) string { return ownerPrefix(userID) + x + pairSep + y }
 
 // titlePairTerm is the term of a pair in the title: pairSep before the
 // pair, which no analysed term starts with.
 func titlePairTerm(userID, x, y string) string {
-	return pairPrefix(userID) + pairSep + x + pairSep + y
+	return ownerPrefix(userID) + pairSep + x + pairSep + y
 }
 
 // pairsField is the fieldPairs field of a session document, computed when
@@ -80,7 +76,7 @@ func newPairsField(userID string, tokens analysis.TokenStream, segOf func(int) i
 		segs[i] = segOf(t.Start)
 	}
 	freqs := make(bleveindex.TokenFrequencies, len(order))
-	prefix := pairPrefix(userID)
+	prefix := ownerPrefix(userID)
 	var key []byte
 	last := make(map[*bleveindex.TokenFreq]int) // a pair's last position
 	next := 0                                   // the first token after the current position

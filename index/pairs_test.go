@@ -10,7 +10,7 @@ import (
 )
 
 // TestPairListsAreTheOwners checks that every pair's posting list holds
-// its owner's documents only (pairPrefix), for ids one of which starts
+// its owner's documents only (ownerPrefix), for ids one of which starts
 // another or looks like a prefix itself: a phrase's position check, which
 // walks the lists, then reads no other user's postings, and another
 // user's documents cannot change what it finds.
@@ -50,7 +50,7 @@ func TestPairListsAreTheOwners(t *testing.T) {
 			err = eachTerm(d, func(term string) error {
 				var owner string
 				for _, u := range users {
-					if strings.HasPrefix(term, pairPrefix(u)) {
+					if strings.HasPrefix(term, ownerPrefix(u)) {
 						if owner != "" {
 							t.Errorf("pair term %q starts with the prefixes of %q and %q", term, owner, u)
 						}
@@ -122,7 +122,7 @@ func TestPairPositionsKeptByOwner(t *testing.T) {
 		out := map[string]int{}
 		for k := range c.entries {
 			if k.kind == keyPairs {
-				if !strings.HasPrefix(k.name, pairPrefix(k.user)) {
+				if !strings.HasPrefix(k.name, ownerPrefix(k.user)) {
 					t.Errorf("pair positions %q kept under user %q", k.name, k.user)
 				}
 				out[k.user]++

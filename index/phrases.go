@@ -315,7 +315,7 @@ func phraseDocs(ctx context.Context, lists *pairLists, seg int, userID string, w
 		}
 		words := roaring.New()
 		for _, t := range alts {
-			pl, err := postingsOf(lists.segs[seg].Segment(), fieldText, t)
+			pl, err := postingsOf(lists.segs[seg].Segment(), fieldText, textTerm(userID, t))
 			if err != nil {
 				return nil, err
 			}

@@ -9,7 +9,8 @@ import (
 // value that Bleve maps and analyses itself (with this package's
 // analyzer), written with bleve.Index.Batch into an index made with
 // PlainMapping. Such an index is not for searching: it has no number
-// fields, no pairs and no metadata.
+// fields, no pairs and no metadata, and its terms are the analyzer's,
+// not the owners' (textTerm).
 
 // PlainMapping returns the mapping an Index is made with for opts.
 func PlainMapping(opts Options) mapping.IndexMapping {

@@ -49,9 +49,9 @@ func lookUpBlocks(cache *blockCache, segs []*scorch.SegmentSnapshot, userID stri
 
 // lookUpLists is lookUpBlocks for a search that scores a few candidates
 // on the words' posting lists (scanPhraseDocs): the same views and
-// statistics from the block cache, but each term's posting list in every
-// segment where the user has documents, its live documents among the
-// user's counted on the list's bitmap, and no block built.
+// statistics from the block cache, but the posting list of each of the
+// user's terms (textTerm) in every segment where the user has documents,
+// its live documents counted on the list, and no block built.
 func lookUpLists(cache *blockCache, segs []*scorch.SegmentSnapshot, userID string, terms []string) (*wordSearch, error) {
 	ws, _, err := lookUpViews(cache, segs, userID, terms)
 	if err != nil {
@@ -72,12 +72,12 @@ func lookUpLists(cache *blockCache, segs []*scorch.SegmentSnapshot, userID strin
 		}
 		for j := range ws.words {
 			w := &ws.words[j]
-			pl, err := d.PostingsList([]byte(w.term), s.Deleted(), nil)
+			pl, err := d.PostingsList([]byte(textTerm(userID, w.term)), s.Deleted(), nil)
 			if err != nil {
 				return nil, fmt.Errorf("postings of %q: %w", w.term, err)
 			}
 			w.lists[i] = pl
-			w.df += postingsBitmap(pl).AndCardinality(u.set) // pl leaves deleted documents out
+			w.df += pl.Count() // the user's live documents: the list is the user's term's
 		}
 	}
 	return ws, nil

@@ -93,15 +93,33 @@ type analyzedText struct {
 	freqs  bleveindex.TokenFrequencies
 }
 
-// newAnalyzedTokens is the field of text, given the tokens the analyzer
-// made of it.
-func newAnalyzedTokens(name string, text []byte, tokens analysis.TokenStream) *analyzedText {
+// newAnalyzedTokens is the field of text, userID's, given the tokens the
+// analyzer made of it. Its terms are userID's (textTerm); its length is
+// the tokens', whatever their terms.
+func newAnalyzedTokens(name, userID string, text []byte, tokens analysis.TokenStream) *analyzedText {
 	f := &analyzedText{TextField: document.NewTextFieldCustom(name, nil, text, textOpts, nil)}
 	f.length = lengthOf(tokens)
-	// Bleve's own frequency computation, with term vectors as textOpts says.
-	f.freqs = analysis.TokenFrequency(tokens, nil, textOpts)
+	// Bleve's own frequency computation, with term vectors as textOpts
+	// says, then each term under its owner's name.
+	freqs := analysis.TokenFrequency(tokens, nil, textOpts)
+	f.freqs = make(bleveindex.TokenFrequencies, len(freqs))
+	prefix := ownerPrefix(userID)
+	for term, tf := range freqs {
+		t := prefix + term
+		tf.Term = []byte(t)
+		f.freqs[t] = tf
+	}
 	return f
 }
+
+// textTerm is the term of userID's documents that hold the analysed term
+// in the scored text. Each user's terms are their own, as each user's
+// pairs are (pairTerm): a term's posting list holds its owner's documents
+// only, so that decoding it, which zap does posting by posting from the
+// start of a chunk, costs the user's postings of the word, never another
+// user's (buildTermBlocks). What the analyzer gives code outside the index
+// (Analyze, Analyzer), snippets and matchedIn are the unprefixed terms.
+func textTerm(userID, term string) string { return ownerPrefix(userID) + term }
 
 // Analyze implements document.Field: the work is done in newAnalyzedTokens.
 func (f *analyzedText) Analyze() {}
