@@ -598,7 +598,7 @@ func (p *Pipeline) take(ctx context.Context, q kv.Queue, owed bool, budget stepB
 		// end.
 		tail := p.volumes != nil && (q == kv.SearchQueue || len(p.stages) == 0)
 		limit := 0
-		if q == kv.SearchQueue {
+		if tail && q == kv.SearchQueue {
 			limit = p.tailLimit(budget)
 		}
 		for i, d := range st.dirty {
