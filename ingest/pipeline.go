@@ -511,8 +511,9 @@ func (p *Pipeline) drain(ctx context.Context, q kv.Queue) (int, error) {
 // clear is version-checked as always: a session written again meanwhile
 // stays queued for its newer write. tails (by entry, nil for none) are
 // where the next step of a long session may start reading, recorded in the
-// same transaction. An entry whose doc is a part of its session (Doc.more)
-// stays queued, as it is: the next step reads on from its new mark.
+// same transaction. A search queue entry whose doc is a part of its
+// session (Doc.more) stays queued, as it is: the next step reads on from
+// its new mark.
 func (p *Pipeline) clear(ctx context.Context, q kv.Queue, dirty []kv.Dirty, docs []Doc, tails []*kv.IndexTail) error {
 	var sched backoff.BackOff
 	for {
@@ -524,7 +525,7 @@ func (p *Pipeline) clear(ctx context.Context, q kv.Queue, dirty []kv.Dirty, docs
 						return err
 					}
 				}
-				if docs[i].more {
+				if docs[i].more && q == kv.SearchQueue {
 					if err := tx.KeepDirty(d); err != nil {
 						return err
 					}
@@ -593,12 +594,13 @@ func (p *Pipeline) take(ctx context.Context, q kv.Queue, owed bool, budget stepB
 		// A long session is read from its index tail where the index cuts
 		// volumes; a chunk step reads it whole when a stage (embedding)
 		// needs every chunk.
-		// A search step reads a part of a long session's tail at most (see
-		// tail.go); a chunk step, which records no mark, reads it to its
-		// end.
+		// A step reads a part of a long session's tail at most (see
+		// tail.go). A chunk step reads from the tail only without stages,
+		// when it writes nothing (the volume index's PutChunks), so a part
+		// is as good as the rest: it clears the entry all the same.
 		tail := p.volumes != nil && (q == kv.SearchQueue || len(p.stages) == 0)
 		limit := 0
-		if tail && q == kv.SearchQueue {
+		if tail {
 			limit = p.tailLimit(budget)
 		}
 		for i, d := range st.dirty {
