@@ -43,7 +43,8 @@ type Doc struct {
 	Session           kv.Session
 	Exchanges         []Exchange
 	Chunks            []Chunk
-	// Volume is 0 when the doc holds the whole session. n > 0: it holds
+	// Volume is 0 when the doc holds the session from its start (all of
+	// it, unless it is a part: more). n > 0: it holds
 	// the session from the start of its full-text volume n on (loadTail),
 	// Exchanges and Chunks are that part's (the chunks with the session's
 	// ordinals), and the volumes before are indexed and unchanged.
