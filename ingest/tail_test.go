@@ -19,6 +19,7 @@ type bodyCounter struct {
 	last    int        // body bytes of the last call
 	bodies  []int      // body bytes of each call
 	batches [][]string // session ids of each call
+	during  func()     // if set, called in each call (a write while a step runs)
 }
 
 func (b *bodyCounter) PutSessions(ctx2 context.Context, ss []index.Session) error {
@@ -30,6 +31,9 @@ func (b *bodyCounter) PutSessions(ctx2 context.Context, ss []index.Session) erro
 	}
 	b.bodies = append(b.bodies, b.last)
 	b.batches = append(b.batches, ids)
+	if b.during != nil {
+		b.during()
+	}
 	return b.Index.PutSessions(ctx2, ss)
 }
 
@@ -237,22 +241,27 @@ func TestLongSessionReadInParts(t *testing.T) {
 	cases := []struct {
 		name   string
 		midway change
+		during change // in each of the first steps, while it runs
 	}{
-		{"appended", nil},
-		{"early edit", func(f *fixture, msg func(int, string) string, n int) {
+		{name: "appended"},
+		// The mark moves on all the same: the edits are past it.
+		{name: "late edits while the steps run", during: func(f *fixture, msg func(int, string) string, n int) {
+			f.message(msg(n-1, fmt.Sprintf("editedword late %d finalwordx", rand.Int())))
+		}},
+		{name: "early edit", midway: func(f *fixture, msg func(int, string) string, n int) {
 			f.message(msg(3, "editedword early"))
 		}},
-		{"late edit", func(f *fixture, msg func(int, string) string, n int) {
+		{name: "late edit", midway: func(f *fixture, msg func(int, string) string, n int) {
 			f.message(msg(n-6, "editedword late"))
 		}},
-		{"renamed", func(f *fixture, msg func(int, string) string, n int) {
+		{name: "renamed", midway: func(f *fixture, msg func(int, string) string, n int) {
 			f.session(`{"externalId":"long","source":"claude-code","title":"a renamed osprey session"}`)
 		}},
-		{"appended midway", func(f *fixture, msg func(int, string) string, n int) {
+		{name: "appended midway", midway: func(f *fixture, msg func(int, string) string, n int) {
 			f.message(msg(n, "editedword appended"))
 			f.message(msg(n+1, "kestrel answer"))
 		}},
-		{"deleted", func(f *fixture, msg func(int, string) string, n int) {
+		{name: "deleted", midway: func(f *fixture, msg func(int, string) string, n int) {
 			id, _ := f.stored("long")
 			if err := f.svc.DeleteSession(ctx, f.user, id.ID); err != nil {
 				t.Fatal(err)
@@ -264,6 +273,7 @@ func TestLongSessionReadInParts(t *testing.T) {
 			f := newFixture(t)
 			ix := &bodyCounter{Index: openVolumeIndex(t, volume)}
 			p := ingest.NewPipeline(f.st, ix, ingest.PipelineOptions{TailBytes: tail})
+			var n int // the messages written at first
 			rng := rand.New(rand.NewPCG(uint64(ci), 9))
 			vocab := strings.Fields("alpha beta gamma delta handler retry parser config cache index volume session query kestrel")
 			msg := func(i int, body string) string {
@@ -286,6 +296,14 @@ func TestLongSessionReadInParts(t *testing.T) {
 				total += len(bodies[len(bodies)-1])
 			}
 			bodies[len(bodies)-1] += " finalwordx"
+			n = len(bodies)
+			if tc.during != nil {
+				ix.during = func() {
+					if len(ix.bodies) < 8 {
+						tc.during(f, msg, n)
+					}
+				}
+			}
 			for at := 0; at < len(bodies); at += 100 {
 				var msgs []string
 				for i := at; i < min(at+100, len(bodies)); i++ {
@@ -327,6 +345,11 @@ func TestLongSessionReadInParts(t *testing.T) {
 			}
 			if len(ix.bodies) < total/bound && tc.name != "deleted" {
 				t.Errorf("%d steps for %d bytes of text: not read in parts of at most %d", len(ix.bodies), total, bound)
+			}
+			// Every step moves on (with late edits too: the mark is before
+			// them): about one step per part, and the last.
+			if most := total/tail + 3; tc.midway == nil && len(ix.bodies) > most {
+				t.Errorf("%d steps for %d bytes of text in parts of %d, more than %d", len(ix.bodies), total, tail, most)
 			}
 			found := foundIDs(t, ix.Index, f.user, index.Sessions, "finalwordx")
 			if tc.name == "deleted" {
