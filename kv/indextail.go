@@ -16,8 +16,8 @@ import (
 // Value: seq(8) | chunk(8) | volume(8) | edits(8) | editsFrom(8) |
 // editedFrom(8) | title hash, the top bit of edits set; a value without
 // it (written before editsFrom) is seq | chunk | volume | edits | title
-// hash, read with editsFrom and editedFrom 0. A value with seq 0 holds no
-// mark, only the edits.
+// hash, read with editsFrom its edits and editedFrom none. A value with
+// seq 0 holds no mark, only the edits.
 var bucketIndexTail = []byte("indextail")
 
 // IndexTail is where the last volume of a session's full-text documents
@@ -56,10 +56,12 @@ func indexTailKey(userID, sessionID string) []byte {
 
 func parseIndexTail(v []byte) IndexTail {
 	if len(v) < 32 {
-		return IndexTail{}
+		return IndexTail{EditedFrom: math.MaxUint64} // no edits
 	}
 	t := IndexTail{Seq: binary.BigEndian.Uint64(v), Chunk: binary.BigEndian.Uint64(v[8:]),
 		Volume: binary.BigEndian.Uint64(v[16:]), Edits: binary.BigEndian.Uint64(v[24:])}
+	// A value without the floor: no edit is known after the current count.
+	t.EditsFrom, t.EditedFrom = t.Edits, math.MaxUint64
 	v = v[32:]
 	if t.Edits&floorFlag != 0 && len(v) >= 16 {
 		t.Edits &^= floorFlag
