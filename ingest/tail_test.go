@@ -236,7 +236,7 @@ func TestShortSessionsFirst(t *testing.T) {
 // start again from the beginning), an edit of a message past the mark, a
 // new title, more appended messages or a deletion change nothing in that.
 func TestLongSessionReadInParts(t *testing.T) {
-	const volume, tail = 4096, 16 << 10
+	const volume, tail = 2048, 8 << 10
 	type change func(f *fixture, msg func(i int, body string) string, n int)
 	cases := []struct {
 		name   string
@@ -284,12 +284,12 @@ func TestLongSessionReadInParts(t *testing.T) {
 				return fmt.Sprintf(`{"sessionExternalId":"long","externalId":"m%d","role":%q,"textContent":%q}`, i, role, body)
 			}
 			f.session(`{"externalId":"long","source":"claude-code","title":"a long session"}`)
-			// About 12 parts, written before any step: one outbox entry.
+			// About 10 parts, written before any step: one outbox entry.
 			var bodies []string
 			total := 0
-			for total < 12*tail {
+			for total < 10*tail {
 				w := []string{fmt.Sprintf("word%sx", letters(len(bodies)))}
-				for range 30 + rng.IntN(120) {
+				for range 30 + rng.IntN(60) {
 					w = append(w, vocab[rng.IntN(len(vocab))])
 				}
 				bodies = append(bodies, strings.Join(w, " "))
