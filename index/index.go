@@ -356,6 +356,12 @@ type Session struct {
 	// increasing, each also a break (the pipeline gives the starts of its
 	// exchanges); nil: at any break.
 	Cuts []int
+	// More says that Body stops short of the session's end, at a cut: the
+	// session's text goes on after it (the pipeline reading a long
+	// session's tail a part at a time). Put then writes only the volumes
+	// Body holds whole (writtenVolumes) and leaves the session's later
+	// volumes as they are; LastVolume says where the next part begins.
+	More bool
 }
 
 // Chunk is one message-level piece of a session.
@@ -512,9 +518,12 @@ type volumeWrite struct {
 // redaction, and one edited down from several volumes to under a quarter
 // of one keeps its stale volumes until it is deleted or the index rebuilt
 // (the look-up would cost every short session's rewrite and rebuild).
+// A part of a session (Session.More) has its whole volumes written and
+// none deleted.
 func (ix *Index) planVolumes(s Session) (writes []volumeWrite, stale []string, err error) {
-	vols := volumesOf(s, ix.volumeBytes)
-	multi := len(vols) > 1 || s.Volume > 0
+	vols, whole := ix.writtenVolumes(s)
+	vols = vols[:whole]
+	multi := len(vols) > 1 || s.Volume > 0 || s.More
 	var stored []string // from volume s.Volume on
 	if multi || len(s.Body) > ix.volumeBytes/4 {
 		if stored, err = ix.storedVolumes(s.UserID, s.SessionID, s.Volume); err != nil {
@@ -532,7 +541,7 @@ func (ix *Index) planVolumes(s Session) (writes []volumeWrite, stale []string, e
 			writes = append(writes, volumeWrite{key: volumeKey(s.UserID, s.SessionID, s.Volume+n), s: v, hash: h})
 		}
 	}
-	for n := len(vols); n < len(stored); n++ {
+	for n := len(vols); n < len(stored) && !s.More; n++ {
 		stale = append(stale, volumeKey(s.UserID, s.SessionID, s.Volume+n))
 	}
 	return writes, stale, nil

@@ -169,15 +169,56 @@ func (ix *Index) storedVolumes(userID, sessionID string, from int) ([]string, er
 	}
 }
 
-// LastVolume tells where the last volume of s begins: its number, and the
-// index in s.Chunks of its first chunk (-1 when s has no chunks). A
-// later Put of the session's text from that chunk's start on, with Volume
-// set to that number, rewrites what an append changed (see Session.Volume).
+// A part. The pipeline may give Put a long session a part at a time
+// (Session.More: Body stops at a cut, the session goes on): a session
+// written faster than the indexer (a bulk import of one long session)
+// would otherwise be read and analysed at once, however much was written
+// since the last step, and the heap that takes stays with the process
+// (issue 29: one step analysed 35 MB of a 50 MiB session). Of a part, Put
+// writes the volumes it holds whole, which are the session's own volumes
+// (volumesOf: where a volume ends depends only on the text from its start
+// up to the next cut), and leaves the rest of the session's volumes, those
+// the text after the part makes, for the next part, which begins where
+// LastVolume says.
+
+// writtenVolumes returns the volumes Put writes of s (volumesOf), and how
+// many of them s holds whole: all, but of a part (s.More) its last volume
+// only when its body is longer than the volume size: the text that
+// follows begins at a cut, where volumesOf then starts a new volume.
+// Shorter, it may go on in the text that follows; Put leaves it out. So a
+// part whose body is longer than the volume size has at least one whole
+// volume (the first), and a reader that gives parts longer than that
+// always moves on.
+func (ix *Index) writtenVolumes(s Session) (vols []Session, whole int) {
+	vols = volumesOf(s, ix.volumeBytes)
+	if s.More && len(vols[len(vols)-1].Body) <= ix.volumeBytes {
+		return vols, len(vols) - 1
+	}
+	return vols, len(vols)
+}
+
+// VolumeBytes is the volume size: a part (Session.More) longer than it has
+// a volume Put writes.
+func (ix *Index) VolumeBytes() int { return ix.volumeBytes }
+
+// LastVolume tells where the next Put of s's session begins: the number of
+// the first volume that text written after s may still change, and the
+// index in s.Chunks of its first chunk. For a whole session (or its text
+// from a volume on) that is its last volume: an append changes only that
+// one. For a part (Session.More) it is the first volume Put did not write
+// (writtenVolumes); chunk is len(s.Chunks) when Put wrote every volume of
+// the part, and the next volume begins after it. Chunk is -1 when s has
+// no chunks. A later Put of the session's text from that chunk's start on,
+// with Volume set to that number, rewrites what the text after s changed
+// (see Session.Volume).
 func (ix *Index) LastVolume(s Session) (volume, chunk int) {
 	if len(s.Chunks) == 0 {
 		return s.Volume, -1
 	}
-	vols := volumesOf(s, ix.volumeBytes)
+	vols, whole := ix.writtenVolumes(s)
+	if s.More && whole == len(vols) {
+		return s.Volume + len(vols), len(s.Chunks)
+	}
 	last := vols[len(vols)-1]
 	return last.Volume, len(s.Chunks) - len(last.Chunks)
 }

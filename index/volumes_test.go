@@ -305,3 +305,93 @@ func hitPairs(hits []Hit) []string {
 	}
 	return out
 }
+
+// part is the session of messages[from:to], numbered from chunk from, as
+// its volume vol: the text a reader gives Put a part at a time. more: the
+// session goes on after to.
+func part(user, id, title string, messages []string, from, to, vol int) Session {
+	s := chunked(user, id, title, messages[from:to]...)
+	for i := range s.Chunks {
+		s.Chunks[i].Ordinal += from
+	}
+	s.Volume, s.More = vol, to < len(messages)
+	return s
+}
+
+// TestPutInParts: a long session given to Put a part at a time
+// (Session.More), each part starting where LastVolume said the last one
+// left off, ends with the volumes a Put of the whole session writes; each
+// part moves on; and a part leaves the session's later volumes (written
+// before, here from an older text) as they are until the last part, which
+// deletes those past the session's end. Seeded: random message sizes
+// (some longer than a volume) and random part sizes over the volume size.
+func TestPutInParts(t *testing.T) {
+	const limit = 2048
+	for seed := range uint64(3) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 11))
+			var msgs []string
+			for range 70 + rng.IntN(40) {
+				size := 100 + rng.IntN(900)
+				if rng.IntN(30) == 0 {
+					size = limit + rng.IntN(2*limit)
+				}
+				msgs = append(msgs, longMessages(rng, 1, size)[0])
+			}
+			whole, parts := openVolumes(t, limit), openVolumes(t, limit)
+			put(t, whole, chunked("u", "long", "t", msgs...))
+			want, err := whole.storedVolumes("u", "long", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Before: an older, longer text of the session (every message
+			// different, more of them), so every volume is stale.
+			old := longMessages(rng, len(msgs)+30, 500)
+			put(t, parts, chunked("u", "long", "t", old...))
+			oldVols, _ := parts.storedVolumes("u", "long", 0)
+			from, vol, steps := 0, 0, 0
+			for {
+				to, read := from, 0
+				for to < len(msgs) && (read < limit+1+rng.IntN(2*limit) || to == from) {
+					read += len(msgs[to])
+					to++
+				}
+				s := part("u", "long", "t", msgs, from, to, vol)
+				if len(s.Body) <= limit && s.More {
+					// A part must be longer than a volume (the pipeline's
+					// reader sees to it); extend it.
+					continue
+				}
+				put(t, parts, s)
+				steps++
+				stored, err := parts.storedVolumes("u", "long", 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !s.More {
+					if !slices.Equal(stored, want) {
+						t.Fatalf("after %d parts: %d volumes, the whole session's %d, or their content differs", steps, len(stored), len(want))
+					}
+					break
+				}
+				if len(stored) < len(oldVols) {
+					t.Fatalf("part %d deleted the session's later volumes: %d stored, %d before", steps, len(stored), len(oldVols))
+				}
+				v, c := parts.LastVolume(s)
+				next := from + c // c counts s's chunks, one a message
+				if v <= vol || next <= from {
+					t.Fatalf("part %d (messages %d-%d, volume %d) does not move on: next volume %d at message %d", steps, from, to, vol, v, next)
+				}
+				for n := vol; n < v; n++ {
+					if stored[n] != want[n] {
+						t.Fatalf("part %d wrote volume %d unlike the whole session's", steps, n)
+					}
+				}
+				from, vol = next, v
+			}
+			if steps < 5 {
+				t.Fatalf("%d parts: the test did not cut the session", steps)
+			}
+		})
+	}
+}

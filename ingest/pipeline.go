@@ -43,12 +43,17 @@ type Doc struct {
 	Session           kv.Session
 	Exchanges         []Exchange
 	Chunks            []Chunk
-	// Volume is 0 when the doc holds the whole session. n > 0: it holds
+	// Volume is 0 when the doc holds the session from its start (all of
+	// it, unless it is a part: more). n > 0: it holds
 	// the session from the start of its full-text volume n on (loadTail),
 	// Exchanges and Chunks are that part's (the chunks with the session's
 	// ordinals), and the volumes before are indexed and unchanged.
 	Volume int
 	edits  uint64 // the session's count of edits when it was read (loadTail)
+	// more: the doc is a part (loadTail with a limit): the session's text
+	// goes on with the exchange that begins at message next.
+	more bool
+	next uint64
 }
 
 // PipelineOptions tunes the indexer; zero values take defaults.
@@ -67,6 +72,13 @@ type PipelineOptions struct {
 	// many seconds; at least one session is always taken. 0 = 2 MiB, about
 	// 350 typical sessions: BatchSize binds first for those.
 	StepBytes int
+	// TailBytes bounds how much of one session's text a search step reads
+	// (a long session written faster than the indexer: ingest/tail.go):
+	// past it the step stops at the next exchange and the next step goes
+	// on from there. 0 = DefaultTailBytes; at least twice the index's
+	// volume size, so that every step writes a volume. It is also no more
+	// than the step's byte budget, when that is larger than the floor.
+	TailBytes int
 	// StepTime is about how long one bulk step may hold the indexer: a
 	// live write that arrives meanwhile waits for it. A bulk step takes
 	// the sessions and text the recent bulk steps indexed in StepTime
@@ -152,6 +164,9 @@ func NewPipeline(store *kv.Store, idx TextIndex, opts PipelineOptions, stages ..
 	}
 	if opts.StepBytes <= 0 {
 		opts.StepBytes = 2 << 20
+	}
+	if opts.TailBytes <= 0 {
+		opts.TailBytes = DefaultTailBytes
 	}
 	if opts.MaxBackoff <= 0 {
 		opts.MaxBackoff = 30 * time.Second
@@ -450,7 +465,7 @@ func (p *Pipeline) drain(ctx context.Context, q kv.Queue) (int, error) {
 	now := time.Now()
 	// The claims are renewed until the entries are cleared, which may
 	// wait for the records' database to come back.
-	err = p.clear(ctx, q, dirty, tails)
+	err = p.clear(ctx, q, dirty, docs, tails)
 	stopRenew()
 	if err != nil {
 		err = fmt.Errorf("clear %s queue: %w", q, err)
@@ -466,7 +481,8 @@ func (p *Pipeline) drain(ctx context.Context, q kv.Queue) (int, error) {
 		for i, d := range dirty {
 			// The lag of the oldest write this step made searchable. Entries
 			// from older data files carry no time.
-			if lag := now.Sub(d.Since); !docs[i].Deleted && !d.Since.IsZero() && lag >= 0 {
+			// A part of a session is not all of its writes.
+			if lag := now.Sub(d.Since); !docs[i].Deleted && !docs[i].more && !d.Since.IsZero() && lag >= 0 {
 				p.lag = append(p.lag, lag)
 				if p.opts.OnLag != nil {
 					p.opts.OnLag(lag)
@@ -496,8 +512,10 @@ func (p *Pipeline) drain(ctx context.Context, q kv.Queue) (int, error) {
 // clear is version-checked as always: a session written again meanwhile
 // stays queued for its newer write. tails (by entry, nil for none) are
 // where the next step of a long session may start reading, recorded in the
-// same transaction.
-func (p *Pipeline) clear(ctx context.Context, q kv.Queue, dirty []kv.Dirty, tails []*kv.IndexTail) error {
+// same transaction. A search queue entry whose doc is a part of its
+// session (Doc.more) stays queued, as it is: the next step reads on from
+// its new mark.
+func (p *Pipeline) clear(ctx context.Context, q kv.Queue, dirty []kv.Dirty, docs []Doc, tails []*kv.IndexTail) error {
 	var sched backoff.BackOff
 	for {
 		// Small, and the indexer waits on it: ahead of queued bulk writes.
@@ -507,6 +525,12 @@ func (p *Pipeline) clear(ctx context.Context, q kv.Queue, dirty []kv.Dirty, tail
 					if _, err := tx.SetIndexTail(d.UserID, d.SessionID, *tails[i]); err != nil {
 						return err
 					}
+				}
+				if docs[i].more && q == kv.SearchQueue {
+					if err := tx.KeepDirty(d); err != nil {
+						return err
+					}
+					continue
 				}
 				if err := tx.ClearDirty(d); err != nil {
 					return err
@@ -571,13 +595,23 @@ func (p *Pipeline) take(ctx context.Context, q kv.Queue, owed bool, budget stepB
 		// A long session is read from its index tail where the index cuts
 		// volumes; a chunk step reads it whole when a stage (embedding)
 		// needs every chunk.
+		// A step reads a part of a long session's tail at most (see
+		// tail.go). A chunk step reads from the tail only without stages,
+		// when it writes nothing (the volume index's PutChunks), so a part
+		// is as good as the rest: it clears the entry all the same.
 		tail := p.volumes != nil && (q == kv.SearchQueue || len(p.stages) == 0)
+		limit := 0
+		if tail {
+			limit = p.tailLimit(budget)
+		}
 		for i, d := range st.dirty {
-			load := LoadDoc
+			var doc Doc
+			var err error
 			if tail {
-				load = loadTail
+				doc, err = loadTail(tx, d.UserID, d.SessionID, limit)
+			} else {
+				doc, err = LoadDoc(tx, d.UserID, d.SessionID)
 			}
-			doc, err := load(tx, d.UserID, d.SessionID)
 			if err != nil {
 				return err
 			}
@@ -590,6 +624,13 @@ func (p *Pipeline) take(ctx context.Context, q kv.Queue, owed bool, budget stepB
 		return nil
 	})
 	return st, err
+}
+
+// tailLimit is how much of a session's text a search step of budget
+// reads (PipelineOptions.TailBytes): the option or the budget's bytes,
+// whichever is less, but at least twice the index's volume size.
+func (p *Pipeline) tailLimit(budget stepBudget) int {
+	return max(min(p.opts.TailBytes, budget.bytes), 2*p.volumes.VolumeBytes())
 }
 
 // keep narrows the step to kept, the subsequence of its entries this node
@@ -904,7 +945,7 @@ func (d Doc) textBytes() int {
 
 // IndexSession is the index document for a loaded session.
 func IndexSession(d Doc) index.Session {
-	is := index.Session{UserID: d.UserID, SessionID: d.SessionID, Title: d.Session.Title, Volume: d.Volume}
+	is := index.Session{UserID: d.UserID, SessionID: d.SessionID, Title: d.Session.Title, Volume: d.Volume, More: d.more}
 	body := make([]byte, 0, 1024)
 	for i, e := range d.Exchanges {
 		if i > 0 {

@@ -17,7 +17,9 @@ import (
 type bodyCounter struct {
 	*index.Index
 	last    int        // body bytes of the last call
+	bodies  []int      // body bytes of each call
 	batches [][]string // session ids of each call
+	during  func()     // if set, called in each call (a write while a step runs)
 }
 
 func (b *bodyCounter) PutSessions(ctx2 context.Context, ss []index.Session) error {
@@ -27,8 +29,72 @@ func (b *bodyCounter) PutSessions(ctx2 context.Context, ss []index.Session) erro
 		b.last += len(s.Body)
 		ids = append(ids, s.SessionID)
 	}
+	b.bodies = append(b.bodies, b.last)
 	b.batches = append(b.batches, ids)
+	if b.during != nil {
+		b.during()
+	}
 	return b.Index.PutSessions(ctx2, ss)
+}
+
+// openVolumeIndex opens an index of volumes of volume bytes, closed at
+// cleanup.
+func openVolumeIndex(t *testing.T, volume int) *index.Index {
+	t.Helper()
+	ix, err := index.Open(t.TempDir(), index.Options{VolumeBytes: volume})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ix.Close() })
+	return ix
+}
+
+// drainAll runs p's steps until both queues are empty.
+func drainAll(t *testing.T, p *ingest.Pipeline) {
+	t.Helper()
+	for {
+		n, err := p.DrainOnce(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+	}
+}
+
+// sameAsRebuild checks that ix holds what a rebuild from f's records into
+// a fresh index of volume bytes makes, compared on the results of queries
+// over sessions and chunks (ids and scores) and on the counts.
+func sameAsRebuild(t *testing.T, f *fixture, ix *index.Index, volume int, stage string, queries []string) {
+	t.Helper()
+	ref := openVolumeIndex(t, volume)
+	if err := ingest.NewPipeline(f.st, ref, ingest.PipelineOptions{}).Rebuild(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range queries {
+		for _, kind := range []index.Kind{index.Sessions, index.Chunks} {
+			get := func(x *index.Index) []string {
+				hits, err := x.Search(ctx, index.Query{UserID: f.user, Text: q, Kind: kind, Limit: 50})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var out []string
+				for _, h := range hits {
+					out = append(out, fmt.Sprintf("%s#%d %v", h.SessionID, h.Ordinal, h.Score))
+				}
+				return out
+			}
+			if got, want := get(ix), get(ref); !slices.Equal(got, want) {
+				t.Fatalf("%s: %q (%v):\n got %v\nwant %v (rebuilt)", stage, q, kind, got, want)
+			}
+		}
+	}
+	gs, gc, _ := ix.Count(ctx)
+	ws, wc, _ := ref.Count(ctx)
+	if gs != ws || gc != wc {
+		t.Fatalf("%s: %d documents, %d chunks; rebuilt %d, %d", stage, gs, gc, ws, wc)
+	}
 }
 
 // TestLongSessionReadsItsTail is issue 29's cost on the indexer's side:
@@ -40,28 +106,9 @@ func (b *bodyCounter) PutSessions(ctx2 context.Context, ss []index.Session) erro
 func TestLongSessionReadsItsTail(t *testing.T) {
 	const volume = 4096
 	f := newFixture(t)
-	open := func() *index.Index {
-		ix, err := index.Open(t.TempDir(), index.Options{VolumeBytes: volume})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { ix.Close() })
-		return ix
-	}
-	ix := &bodyCounter{Index: open()}
+	ix := &bodyCounter{Index: openVolumeIndex(t, volume)}
 	p := ingest.NewPipeline(f.st, ix, ingest.PipelineOptions{})
-	drain := func() {
-		t.Helper()
-		for {
-			n, err := p.DrainOnce(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if n == 0 {
-				return
-			}
-		}
-	}
+	drain := func() { t.Helper(); drainAll(t, p) }
 	rng := rand.New(rand.NewPCG(5, 5))
 	vocab := strings.Fields("alpha beta gamma delta handler retry parser config cache index volume session query kestrel osprey")
 	text := func(i int) string {
@@ -102,33 +149,8 @@ func TestLongSessionReadsItsTail(t *testing.T) {
 	// sessions and chunks, ids and scores.
 	same := func(stage string) {
 		t.Helper()
-		ref := open()
-		if err := ingest.NewPipeline(f.st, ref, ingest.PipelineOptions{}).Rebuild(ctx, nil); err != nil {
-			t.Fatal(err)
-		}
-		for _, q := range []string{"alpha", "kestrel handler", "worda" + "x", "wordbx retry", `"retry parser"`, "editedword", "osprey cache -gamma"} {
-			for _, kind := range []index.Kind{index.Sessions, index.Chunks} {
-				get := func(x *index.Index) []string {
-					hits, err := x.Search(ctx, index.Query{UserID: f.user, Text: q, Kind: kind, Limit: 50})
-					if err != nil {
-						t.Fatal(err)
-					}
-					var out []string
-					for _, h := range hits {
-						out = append(out, fmt.Sprintf("%s#%d %v", h.SessionID, h.Ordinal, h.Score))
-					}
-					return out
-				}
-				if got, want := get(ix.Index), get(ref); !slices.Equal(got, want) {
-					t.Fatalf("%s: %q (%v):\n got %v\nwant %v (rebuilt)", stage, q, kind, got, want)
-				}
-			}
-		}
-		gs, gc, _ := ix.Count(ctx)
-		ws, wc, _ := ref.Count(ctx)
-		if gs != ws || gc != wc {
-			t.Fatalf("%s: %d documents, %d chunks; rebuilt %d, %d", stage, gs, gc, ws, wc)
-		}
+		sameAsRebuild(t, f, ix.Index, volume, stage,
+			[]string{"alpha", "kestrel handler", "worda" + "x", "wordbx retry", `"retry parser"`, "editedword", "osprey cache -gamma"})
 	}
 	same("grown")
 
@@ -201,5 +223,146 @@ func TestShortSessionsFirst(t *testing.T) {
 	drainStep(t, p, 2)
 	if len(ix.batches) != 1 || len(ix.batches[0]) != 2 {
 		t.Fatalf("batches %v, want one of two sessions", ix.batches)
+	}
+}
+
+// TestLongSessionReadInParts is issue 29's bound on one step: a long
+// session written in one go, far past what a step reads, is read and
+// indexed a part at a time (PipelineOptions.TailBytes): each step gives
+// the index at most the bound and the exchange it ends in, the session
+// stays queued until its last part, and the index ends as a rebuild from
+// the records makes it, the session's last words found. Midway through
+// the parts, an edit of an early message (the mark is dropped: the parts
+// start again from the beginning), an edit of a message past the mark, a
+// new title, more appended messages or a deletion change nothing in that.
+func TestLongSessionReadInParts(t *testing.T) {
+	const volume, tail = 2048, 8 << 10
+	type change func(f *fixture, msg func(i int, body string) string, n int)
+	cases := []struct {
+		name   string
+		midway change
+		during change // in each of the first steps, while it runs
+	}{
+		{name: "appended"},
+		// The mark moves on all the same: the edits are past it.
+		{name: "late edits while the steps run", during: func(f *fixture, msg func(int, string) string, n int) {
+			f.message(msg(n-1, fmt.Sprintf("editedword late %d finalwordx", rand.Int())))
+		}},
+		{name: "early edit", midway: func(f *fixture, msg func(int, string) string, n int) {
+			f.message(msg(3, "editedword early"))
+		}},
+		{name: "late edit", midway: func(f *fixture, msg func(int, string) string, n int) {
+			f.message(msg(n-6, "editedword late"))
+		}},
+		{name: "renamed", midway: func(f *fixture, msg func(int, string) string, n int) {
+			f.session(`{"externalId":"long","source":"claude-code","title":"a renamed osprey session"}`)
+		}},
+		{name: "appended midway", midway: func(f *fixture, msg func(int, string) string, n int) {
+			f.message(msg(n, "editedword appended"))
+			f.message(msg(n+1, "kestrel answer"))
+		}},
+		{name: "deleted", midway: func(f *fixture, msg func(int, string) string, n int) {
+			id, _ := f.stored("long")
+			if err := f.svc.DeleteSession(ctx, f.user, id.ID); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for ci, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			ix := &bodyCounter{Index: openVolumeIndex(t, volume)}
+			p := ingest.NewPipeline(f.st, ix, ingest.PipelineOptions{TailBytes: tail})
+			var n int // the messages written at first
+			rng := rand.New(rand.NewPCG(uint64(ci), 9))
+			vocab := strings.Fields("alpha beta gamma delta handler retry parser config cache index volume session query kestrel")
+			msg := func(i int, body string) string {
+				role := "user"
+				if i%2 == 1 {
+					role = "assistant"
+				}
+				return fmt.Sprintf(`{"sessionExternalId":"long","externalId":"m%d","role":%q,"textContent":%q}`, i, role, body)
+			}
+			f.session(`{"externalId":"long","source":"claude-code","title":"a long session"}`)
+			// About 10 parts, written before any step: one outbox entry.
+			var bodies []string
+			total := 0
+			for total < 10*tail {
+				w := []string{fmt.Sprintf("word%sx", letters(len(bodies)))}
+				for range 30 + rng.IntN(60) {
+					w = append(w, vocab[rng.IntN(len(vocab))])
+				}
+				bodies = append(bodies, strings.Join(w, " "))
+				total += len(bodies[len(bodies)-1])
+			}
+			bodies[len(bodies)-1] += " finalwordx"
+			n = len(bodies)
+			if tc.during != nil {
+				ix.during = func() {
+					if len(ix.bodies) < 8 {
+						tc.during(f, msg, n)
+					}
+				}
+			}
+			for at := 0; at < len(bodies); at += 100 {
+				var msgs []string
+				for i := at; i < min(at+100, len(bodies)); i++ {
+					msgs = append(msgs, msg(i, bodies[i]))
+				}
+				f.batch(`{"messages":[` + strings.Join(msgs, ",") + `]}`)
+			}
+			// An exchange is a user message and the answer after it.
+			exchange := 0
+			for i := 0; i+1 < len(bodies); i += 2 {
+				exchange = max(exchange, len(bodies[i])+len(bodies[i+1])+2)
+			}
+			exchange = max(exchange, len("editedword appended kestrel answer")+2)
+			bound := tail + exchange + (tail+exchange)/50 // and the separators between messages
+
+			steps := 0
+			for {
+				n, err := p.DrainOnce(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n == 0 {
+					break
+				}
+				if steps++; steps > 500 {
+					t.Fatalf("%d steps and the outbox is not empty", steps)
+				}
+				if steps == 3 && tc.midway != nil {
+					if _, queued := f.dirty()[func() string { s, _ := f.stored("long"); return s.ID }()]; !queued {
+						t.Fatalf("after 3 steps the session is not queued: it was read whole")
+					}
+					tc.midway(f, msg, len(bodies))
+				}
+			}
+			for i, b := range ix.bodies {
+				if b > bound {
+					t.Errorf("step %d gave the index %d bytes of body, more than the part's bound %d", i, b, bound)
+				}
+			}
+			if len(ix.bodies) < total/bound && tc.name != "deleted" {
+				t.Errorf("%d steps for %d bytes of text: not read in parts of at most %d", len(ix.bodies), total, bound)
+			}
+			// Every step moves on (with late edits too: the mark is before
+			// them): about one step per part, and the last.
+			if most := total/tail + 3; tc.midway == nil && len(ix.bodies) > most {
+				t.Errorf("%d steps for %d bytes of text in parts of %d, more than %d", len(ix.bodies), total, tail, most)
+			}
+			found := foundIDs(t, ix.Index, f.user, index.Sessions, "finalwordx")
+			if tc.name == "deleted" {
+				if s, c, _ := ix.Count(ctx); s != 0 || c != 0 || len(found) != 0 {
+					t.Fatalf("after the deletion the index holds %d documents, %d chunks; found %v", s, c, found)
+				}
+				return
+			}
+			if len(found) != 1 {
+				t.Fatalf("the session's last words found in %v, want the session", found)
+			}
+			sameAsRebuild(t, f, ix.Index, volume, tc.name,
+				[]string{"alpha", "kestrel handler", "wordax", "wordbx retry", `"retry parser"`, "editedword", "osprey cache -gamma", "finalwordx"})
+		})
 	}
 }

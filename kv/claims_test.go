@@ -373,3 +373,63 @@ func slicesContain(ds []kv.Dirty, uid, sid string) bool {
 	}
 	return false
 }
+
+// TestKeepDirty: a step that did part of an entry's work (KeepDirty) leaves
+// the entry queued as it was, the same version, and drops its claim, so
+// another node may take the rest at once, not after the lease; in a bbolt
+// file it leaves the entry as it was.
+func TestKeepDirty(t *testing.T) {
+	keep := func(t *testing.T, st *kv.Store, d []kv.Dirty) {
+		t.Helper()
+		mustCommit(t, st, func(tx *kv.Tx) error {
+			for _, x := range d {
+				if err := tx.KeepDirty(x); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	t.Run("postgres", func(t *testing.T) {
+		dsn := pgtest.Database(t)
+		c := newClock()
+		a, b := openNode(t, dsn, c.opts("node-a")), openNode(t, dsn, c.opts("node-b"))
+		markN(t, a, 2)
+		dirty := readDirty(t, a, 0)
+		kept, err := a.Claim(ctx, dirty)
+		if err != nil || len(kept) != 2 {
+			t.Fatalf("node a claimed %d of 2 (%v)", len(kept), err)
+		}
+		if got := readDirty(t, b, 0); len(got) != 0 {
+			t.Fatalf("node b reads %d entries node a holds, want none", len(got))
+		}
+		keep(t, a, kept[:1])
+		got := readDirty(t, b, 0)
+		if len(got) != 1 || got[0].SessionID != kept[0].SessionID || got[0].Version != kept[0].Version {
+			t.Fatalf("after node a kept one entry, node b reads %+v, want that entry as it was (%+v)", got, kept[0])
+		}
+		if taken, err := b.Claim(ctx, got); err != nil || len(taken) != 1 {
+			t.Fatalf("node b claimed %d of the kept entry (%v), want it, within the lease", len(taken), err)
+		}
+	})
+	t.Run("bbolt", func(t *testing.T) {
+		st := kvtest.OpenBolt(t)
+		markN(t, st, 2)
+		d := readDirty(t, st, 0)
+		keep(t, st, d)
+		same := func(a, b kv.Dirty) bool {
+			return a.SessionID == b.SessionID && a.Version == b.Version && a.Since.Equal(b.Since) && a.Live == b.Live
+		}
+		if got := readDirty(t, st, 0); len(got) != 2 || !same(got[0], d[0]) || !same(got[1], d[1]) {
+			t.Errorf("after KeepDirty the outbox reads %+v, want %+v", got, d)
+		}
+		mustCommit(t, st, func(tx *kv.Tx) error {
+			for _, x := range d {
+				if err := tx.ClearDirty(x); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
+}

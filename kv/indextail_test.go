@@ -64,11 +64,36 @@ func TestIndexTail(t *testing.T) {
 		if set(kv.IndexTail{Seq: 9, Volume: 3, Edits: seen.Edits}) {
 			t.Fatal("a mark computed before an edit was recorded after it")
 		}
-		putMessage(2, "edited before the mark")
-		if got := read(); got.Seq != 0 || got.Edits != 2 {
-			t.Fatalf("after an edit before the mark: %+v, want no mark and 2 edits", got)
+		// A mark before the edited message is recorded all the same: the
+		// volumes before it do not hold the message (a session read a part
+		// at a time while its later messages are edited). It keeps the
+		// current count, and a later edit past it is judged from there.
+		if !set(kv.IndexTail{Seq: 8, Volume: 3, Edits: seen.Edits, Title: []byte("title hash")}) {
+			t.Fatal("a mark before the only message edited since the read was not recorded")
 		}
-		if !set(kv.IndexTail{Seq: 7, Volume: 2, Edits: 2}) {
+		if got := read(); got.Seq != 8 || got.Edits != 1 || string(got.Title) != "title hash" {
+			t.Fatalf("after the mark before the edit: %+v, want seq 8 with 1 edit", got)
+		}
+		seen = read()
+		putMessage(9, "edited after the new mark")
+		if set(kv.IndexTail{Seq: 10, Volume: 4, Edits: seen.Edits}) {
+			t.Fatal("a mark past a message edited after the read was recorded")
+		}
+		if !set(kv.IndexTail{Seq: 9, Volume: 3, Edits: seen.Edits, Title: []byte("title hash")}) {
+			t.Fatal("a mark at the message edited after the read was not recorded")
+		}
+		putMessage(8, "edited at the mark")
+		if got := read(); got.Seq != 0 || got.Edits != 3 {
+			t.Fatalf("after an edit at seq 8, before the mark at 9: %+v, want the mark dropped", got)
+		}
+		if set(kv.IndexTail{Seq: 9, Volume: 3, Edits: 2}) {
+			t.Fatal("a mark read before an edit of a message before it was recorded")
+		}
+		putMessage(2, "edited before the mark")
+		if got := read(); got.Seq != 0 || got.Edits != 4 {
+			t.Fatalf("after an edit before the mark: %+v, want no mark and 4 edits", got)
+		}
+		if !set(kv.IndexTail{Seq: 7, Volume: 2, Edits: 4}) {
 			t.Fatal("a mark read with the current edits was not recorded")
 		}
 		mustCommit(t, st, func(tx *kv.Tx) error { return tx.DeleteSession(uid, s.ID) })

@@ -696,6 +696,15 @@ func (tx *Tx) ClearDirty(d Dirty) error {
 	return nil
 }
 
+// KeepDirty leaves d's entry on its queue as it is, for the next step, and
+// drops this node's claim on it (in PostgreSQL; nothing in a bbolt file):
+// the step indexed a part of the session's pending text (a long
+// session's tail read a part at a time, ingest/tail.go) and the next step,
+// of this node or another, goes on from there.
+func (tx *Tx) KeepDirty(d Dirty) error {
+	return tx.releaseClaim(d)
+}
+
 // --- metadata ---
 
 // Meta reads a metadata value (nil if unset).
