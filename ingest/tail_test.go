@@ -118,13 +118,6 @@ func TestLongSessionReadsItsTail(t *testing.T) {
 		}
 		return strings.Join(w, " ")
 	}
-	msg := func(i int, body string) string {
-		role := "user"
-		if i%2 == 1 {
-			role = "assistant"
-		}
-		return fmt.Sprintf(`{"sessionExternalId":"long","externalId":"m%d","role":%q,"textContent":%q}`, i, role, body)
-	}
 	f.session(`{"externalId":"long","source":"claude-code","title":"a long session"}`)
 	f.session(`{"externalId":"short","source":"claude-code","title":"a short one"}`)
 	f.message(`{"sessionExternalId":"short","externalId":"s1","role":"user","textContent":"alpha kestrel handler"}`)
@@ -135,7 +128,7 @@ func TestLongSessionReadsItsTail(t *testing.T) {
 		for range 50 {
 			b := text(n)
 			total += len(b)
-			msgs = append(msgs, msg(n, b))
+			msgs = append(msgs, longMessage(n, b))
 			n++
 		}
 		f.batch(`{"messages":[` + strings.Join(msgs, ",") + `]}`)
@@ -156,7 +149,7 @@ func TestLongSessionReadsItsTail(t *testing.T) {
 
 	for range 12 {
 		b := text(n) + " appendedword"
-		f.message(msg(n, b))
+		f.message(longMessage(n, b))
 		n++
 		drain()
 		if ix.last > 2*volume+len(b) {
@@ -166,13 +159,13 @@ func TestLongSessionReadsItsTail(t *testing.T) {
 	same("appended")
 
 	// An early message edited: the whole session is read again.
-	f.message(msg(3, "editedword "+text(3)))
+	f.message(longMessage(3, "editedword "+text(3)))
 	drain()
 	if ix.last < total {
 		t.Fatalf("an edit of message 3 gave the index %d bytes of body, not the session (%d)", ix.last, total)
 	}
 	same("edited")
-	f.message(msg(n, text(n)))
+	f.message(longMessage(n, text(n)))
 	n++
 	drain()
 	if ix.last > 2*volume+600 {
@@ -246,20 +239,20 @@ func TestLongSessionReadInParts(t *testing.T) {
 		{name: "appended"},
 		// The mark moves on all the same: the edits are past it.
 		{name: "late edits while the steps run", during: func(f *fixture, msg func(int, string) string, n int) {
-			f.message(msg(n-1, fmt.Sprintf("editedword late %d finalwordx", rand.Int())))
+			f.message(longMessage(n-1, fmt.Sprintf("editedword late %d finalwordx", rand.Int())))
 		}},
 		{name: "early edit", midway: func(f *fixture, msg func(int, string) string, n int) {
-			f.message(msg(3, "editedword early"))
+			f.message(longMessage(3, "editedword early"))
 		}},
 		{name: "late edit", midway: func(f *fixture, msg func(int, string) string, n int) {
-			f.message(msg(n-6, "editedword late"))
+			f.message(longMessage(n-6, "editedword late"))
 		}},
 		{name: "renamed", midway: func(f *fixture, msg func(int, string) string, n int) {
 			f.session(`{"externalId":"long","source":"claude-code","title":"a renamed osprey session"}`)
 		}},
 		{name: "appended midway", midway: func(f *fixture, msg func(int, string) string, n int) {
-			f.message(msg(n, "editedword appended"))
-			f.message(msg(n+1, "kestrel answer"))
+			f.message(longMessage(n, "editedword appended"))
+			f.message(longMessage(n+1, "kestrel answer"))
 		}},
 		{name: "deleted", midway: func(f *fixture, msg func(int, string) string, n int) {
 			id, _ := f.stored("long")
@@ -276,13 +269,6 @@ func TestLongSessionReadInParts(t *testing.T) {
 			var n int // the messages written at first
 			rng := rand.New(rand.NewPCG(uint64(ci), 9))
 			vocab := strings.Fields("alpha beta gamma delta handler retry parser config cache index volume session query kestrel")
-			msg := func(i int, body string) string {
-				role := "user"
-				if i%2 == 1 {
-					role = "assistant"
-				}
-				return fmt.Sprintf(`{"sessionExternalId":"long","externalId":"m%d","role":%q,"textContent":%q}`, i, role, body)
-			}
 			f.session(`{"externalId":"long","source":"claude-code","title":"a long session"}`)
 			// About 10 parts, written before any step: one outbox entry.
 			var bodies []string
@@ -300,14 +286,14 @@ func TestLongSessionReadInParts(t *testing.T) {
 			if tc.during != nil {
 				ix.during = func() {
 					if len(ix.bodies) < 8 {
-						tc.during(f, msg, n)
+						tc.during(f, longMessage, n)
 					}
 				}
 			}
 			for at := 0; at < len(bodies); at += 100 {
 				var msgs []string
 				for i := at; i < min(at+100, len(bodies)); i++ {
-					msgs = append(msgs, msg(i, bodies[i]))
+					msgs = append(msgs, longMessage(i, bodies[i]))
 				}
 				f.batch(`{"messages":[` + strings.Join(msgs, ",") + `]}`)
 			}
@@ -335,7 +321,7 @@ func TestLongSessionReadInParts(t *testing.T) {
 					if _, queued := f.dirty()[func() string { s, _ := f.stored("long"); return s.ID }()]; !queued {
 						t.Fatalf("after 3 steps the session is not queued: it was read whole")
 					}
-					tc.midway(f, msg, len(bodies))
+					tc.midway(f, longMessage, len(bodies))
 				}
 			}
 			for i, b := range ix.bodies {
@@ -365,4 +351,14 @@ func TestLongSessionReadInParts(t *testing.T) {
 				[]string{"alpha", "kestrel handler", "wordax", "wordbx retry", `"retry parser"`, "editedword", "osprey cache -gamma", "finalwordx"})
 		})
 	}
+}
+
+// longMessage is message i of the session "long" (externalId m<i>), user
+// and assistant turns alternating, as /sync/message takes it.
+func longMessage(i int, body string) string {
+	role := "user"
+	if i%2 == 1 {
+		role = "assistant"
+	}
+	return fmt.Sprintf(`{"sessionExternalId":"long","externalId":"m%d","role":%q,"textContent":%q}`, i, role, body)
 }
