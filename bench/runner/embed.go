@@ -45,16 +45,20 @@ type EmbedSetting struct {
 
 // EmbedResult is every number of a bench embed run.
 type EmbedResult struct {
-	Settings      map[string]string `json:"settings"`
-	Tokens        int               `json:"tokens_per_window"`
-	GemmFLOPs     float64           `json:"gemm_flops_per_window"`
-	Runs          []*EmbedSetting   `json:"runs"`
-	Scaling       float64           `json:"scaling"`        // Embed on every core over Embed on one core
-	ShareOfSgemm  float64           `json:"share_of_sgemm"` // Embed over bare sgemm, every core
-	ShareOneCore  float64           `json:"share_of_sgemm_one_core"`
-	OverPrevious  float64           `json:"over_one_text_at_a_time"`
-	NumCPU        int               `json:"cpus"`
-	TextsPerRound int               `json:"windows_per_round"`
+	Settings  map[string]string `json:"settings"`
+	Tokens    int               `json:"tokens_per_window"`
+	GemmFLOPs float64           `json:"gemm_flops_per_window"`
+	Runs      []*EmbedSetting   `json:"runs"`
+	// WindowsOneCore and WindowsAll are Embed's medians on one core and on
+	// every core (the runs' figures, named as issue 29 asks).
+	WindowsOneCore float64 `json:"windows_per_s_1core"`
+	WindowsAll     float64 `json:"windows_per_s_all"`
+	Scaling        float64 `json:"scaling"`     // Embed on every core over Embed on one core
+	ShareOfSgemm   float64 `json:"sgemm_share"` // Embed over bare sgemm, every core
+	ShareOneCore   float64 `json:"sgemm_share_one_core"`
+	OverPrevious   float64 `json:"over_one_text_at_a_time"`
+	NumCPU         int     `json:"cores"`
+	TextsPerRound  int     `json:"windows_per_round"`
 }
 
 // Embed measures the offline model's throughput on one core and on every
@@ -148,7 +152,8 @@ func Embed(ctx context.Context, c EmbedConfig, stdout, stderr io.Writer) error {
 		}
 		return 0
 	}
-	res.Scaling = find("embed", ncpu) / find("embed", 1)
+	res.WindowsOneCore, res.WindowsAll = find("embed", 1), find("embed", ncpu)
+	res.Scaling = res.WindowsAll / res.WindowsOneCore
 	res.ShareOfSgemm = find("embed", ncpu) / find("sgemm", ncpu)
 	res.ShareOneCore = find("embed", 1) / find("sgemm", 1)
 	if p := find("one-by-one", ncpu); p > 0 {

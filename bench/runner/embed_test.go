@@ -59,6 +59,19 @@ func TestBenchEmbed(t *testing.T) {
 	if all == nil || r.Scaling != all.Median/one.Median {
 		t.Errorf("scaling %g does not come from the medians of embed on 1 and %d cores", r.Scaling, r.NumCPU)
 	}
+	if r.WindowsOneCore != one.Median || all != nil && r.WindowsAll != all.Median {
+		t.Errorf("windows/s on 1 core %g and on all %g are not the embed runs' medians", r.WindowsOneCore, r.WindowsAll)
+	}
+	// The fields issue 29 names, as they read in result.json.
+	var named map[string]any
+	if err := json.Unmarshal(b, &named); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"cores", "windows_per_s_1core", "windows_per_s_all", "sgemm_share"} {
+		if _, ok := named[k]; !ok {
+			t.Errorf("result.json lacks %q", k)
+		}
+	}
 	if r.ShareOneCore != one.Median/sg.Median {
 		t.Errorf("share on one core %g, medians give %g", r.ShareOneCore, one.Median/sg.Median)
 	}
