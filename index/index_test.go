@@ -41,10 +41,17 @@ func skipUnderRace(t *testing.T) {
 
 func openTest(t *testing.T, dir string) *Index {
 	t.Helper()
+	return openTestWith(t, dir, Options{})
+}
+
+// openTestWith opens an index with opts in dir (a temporary directory
+// when ""), closed when the test ends.
+func openTestWith(t *testing.T, dir string, opts Options) *Index {
+	t.Helper()
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	ix, err := Open(dir, Options{})
+	ix, err := Open(dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

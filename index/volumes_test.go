@@ -14,16 +14,7 @@ import (
 // bytes.
 func openVolumes(t *testing.T, limit int) *Index {
 	t.Helper()
-	ix, err := Open(t.TempDir(), Options{VolumeBytes: limit})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := ix.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return ix
+	return openTestWith(t, "", Options{VolumeBytes: limit})
 }
 
 // longMessages returns n messages of about size bytes each, message i
